@@ -1,0 +1,30 @@
+"""Kata 01 — the metric: FMAs, % of peak and the machine's peak.
+
+Fill in the three functions below, then run:  pytest katas/01_peak
+The lesson is in README.md next to this file; `xtc-katas hint 1` gives hints one by one.
+"""
+
+
+def matmul_fmas(I: int, J: int, K: int) -> int:  # noqa: E741
+    """Number of fused multiply-adds in C = A @ B, A of shape (I, K) and B of shape (K, J).
+
+    Raise ValueError if a dimension is not positive.
+    """
+    raise NotImplementedError
+
+
+def percent_of_peak(fmas: int, seconds: float, peak_fmas_per_s: float, cores: int = 1) -> float:
+    """The achieved rate (fmas / seconds) as a percentage of the peak of `cores` cores.
+
+    `peak_fmas_per_s` is the peak of ONE core. Raise ValueError if seconds,
+    peak_fmas_per_s or cores is not positive.
+    """
+    raise NotImplementedError
+
+
+def measure_peak(dtype: str = "float32") -> float:
+    """This machine's single-core peak in FMA/s for `dtype`, measured with XTC's runtime.
+
+    Raise ValueError for a dtype the runtime cannot measure.
+    """
+    raise NotImplementedError

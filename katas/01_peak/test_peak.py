@@ -1,0 +1,68 @@
+"""Tests of kata 01. Each test's name contains the function it checks."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+dims = st.integers(min_value=1, max_value=4096)
+positive = st.floats(min_value=1e-9, max_value=1e3, allow_nan=False, allow_infinity=False)
+peaks = st.floats(min_value=1e6, max_value=1e13, allow_nan=False, allow_infinity=False)
+
+
+def test_matmul_fmas_of_the_tutorial_problem(kata):
+    assert kata.matmul_fmas(4, 32, 512) == 65536
+
+
+@given(i=dims, j=dims, k=dims)
+def test_matmul_fmas_counts_one_per_ijk_triple(kata, i, j, k):
+    n = kata.matmul_fmas(i, j, k)
+    assert isinstance(n, int)
+    assert n == i * j * k
+
+
+@pytest.mark.parametrize("bad", [(0, 4, 4), (4, -1, 4), (4, 4, 0)])
+def test_matmul_fmas_rejects_non_positive_dims(kata, bad):
+    with pytest.raises(ValueError):
+        kata.matmul_fmas(*bad)
+
+
+def test_percent_of_peak_of_a_known_case(kata):
+    # 1e9 FMAs in 1 s on a 2e9 FMA/s core: half the peak.
+    assert kata.percent_of_peak(10**9, 1.0, 2e9) == pytest.approx(50.0)
+
+
+@given(fmas=st.integers(1, 10**12), seconds=positive, peak=peaks, cores=st.integers(1, 64))
+def test_percent_of_peak_is_rate_over_peak_of_the_cores(kata, fmas, seconds, peak, cores):
+    got = kata.percent_of_peak(fmas, seconds, peak, cores)
+    assert got == pytest.approx(100.0 * fmas / seconds / (peak * cores), rel=1e-9)
+
+
+@given(fmas=st.integers(1, 10**12), seconds=positive, peak=peaks)
+def test_percent_of_peak_halves_when_time_doubles_or_cores_double(kata, fmas, seconds, peak):
+    one = kata.percent_of_peak(fmas, seconds, peak)
+    assert kata.percent_of_peak(fmas, 2 * seconds, peak) == pytest.approx(one / 2, rel=1e-9)
+    assert kata.percent_of_peak(fmas, seconds, peak, cores=2) == pytest.approx(one / 2, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "args", [(100, 0.0, 1e9, 1), (100, -1.0, 1e9, 1), (100, 1.0, 0.0, 1), (100, 1.0, 1e9, 0)]
+)
+def test_percent_of_peak_rejects_non_positive_inputs(kata, args):
+    with pytest.raises(ValueError):
+        kata.percent_of_peak(*args)
+
+
+def test_measure_peak_agrees_with_the_harness(kata, peak):
+    # Both are noisy readings of the same benchmark: they must agree within a factor 3
+    # (the notes saw 17-47 GFMA/s across calls), which a made-up constant will not.
+    got = kata.measure_peak("float32")
+    assert isinstance(got, float)
+    harness = peak()
+    assert harness / 3 < got < harness * 3, (
+        f"measure_peak gave {got:.3g} FMA/s, the harness measured {harness:.3g}"
+    )
+
+
+def test_measure_peak_rejects_a_dtype_it_cannot_measure(kata):
+    with pytest.raises(ValueError):
+        kata.measure_peak("float64")

@@ -1,0 +1,3 @@
+from xtc_katas.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""Friendly failure messages: name the kata, the function and what to do next.
+
+A learner's first failure should be one readable line, not a traceback: an untouched stub
+raises NotImplementedError, and we answer with the kata, the function and its first hint.
+When XTC itself rejects what the learner wrote (unknown axis, bad spec), XTC's message
+comes first and the original traceback stays below it: we never hide an error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+
+from xtc_katas import ROOT
+from xtc_katas.manifest import Kata
+
+XTC_PACKAGES = ("xtc", "tvm", "mlir")
+
+
+def _frames(tb: TracebackType | None) -> list[tuple[str, str]]:
+    frames = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        frames.append((code.co_filename, code.co_name))
+        tb = tb.tb_next
+    return frames
+
+
+def learner_function(kata: Kata, tb: TracebackType | None) -> str | None:
+    """The innermost function of the kata's module (stub or solution) in the traceback."""
+    module_files = {str(kata.stub_path()), str(kata.solution_path())}
+    names = [name for file, name in _frames(tb) if file in module_files]
+    return names[-1] if names else None
+
+
+def _raised_in_xtc(tb: TracebackType | None) -> bool:
+    frames = _frames(tb)
+    if not frames:
+        return False
+    parts = Path(frames[-1][0]).parts
+    return any(p in XTC_PACKAGES for p in parts) and "site-packages" in parts
+
+
+def _where(kata: Kata) -> str:
+    stub = kata.stub_path().relative_to(ROOT)
+    return f"edit {stub}, then run: pytest katas/{kata.id}"
+
+
+def not_implemented(kata: Kata, function: str) -> str:
+    task = kata.task(function)
+    hint = task.hints[0] if task and task.hints else "see the lesson, README.md"
+    return (
+        f"{kata.id} › {function}() is not implemented yet.\n"
+        f"  hint: {hint}\n"
+        f"  {_where(kata)}   (more hints: xtc-katas hint {kata.number})"
+    )
+
+
+def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> tuple[str, bool] | None:
+    """A header for the failure and whether to keep the traceback below it; None: leave as is."""
+    from xtc_katas.stubs import StubNotImplemented
+
+    if isinstance(exc, StubNotImplemented):
+        return not_implemented(kata, exc.function), False
+    function = learner_function(kata, tb)
+    if function is None:
+        return None
+    if isinstance(exc, NotImplementedError) and _frames(tb)[-1][1] == function:
+        return not_implemented(kata, function), False
+    if _raised_in_xtc(tb):
+        return (
+            f"{kata.id} › {function}(): XTC rejected it with {type(exc).__name__}: {exc}\n"
+            f"  Fix the call in {function}() that the traceback below points at.",
+            True,
+        )
+    return f"{kata.id} › {function}() raised {type(exc).__name__}: {exc}", True

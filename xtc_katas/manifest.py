@@ -1,0 +1,94 @@
+"""The ordered kata manifest (katas/manifest.toml), read into small dataclasses.
+
+One file holds the order, titles, stub module names, the functions a learner writes and
+their hints, so that the CLI, the friendly failure messages and the lint test all agree.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from xtc_katas import ROOT
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+MANIFEST = ROOT / "katas" / "manifest.toml"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One function the learner writes, with hints from gentle to explicit."""
+
+    function: str
+    hints: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Kata:
+    id: str  # "03_compile": the folder name under katas/ and solutions/
+    title: str
+    module: str  # the stub module's name, without .py
+    tasks: tuple[Task, ...]
+
+    @property
+    def number(self) -> int:
+        return int(self.id.split("_", 1)[0])
+
+    @property
+    def name(self) -> str:
+        return self.id.split("_", 1)[1]
+
+    def folder(self, root: Path = ROOT) -> Path:
+        return root / "katas" / self.id
+
+    def stub_path(self, root: Path = ROOT) -> Path:
+        return self.folder(root) / f"{self.module}.py"
+
+    def solution_path(self, root: Path = ROOT) -> Path:
+        return root / "solutions" / self.id / f"{self.module}.py"
+
+    def task(self, function: str) -> Task | None:
+        return next((t for t in self.tasks if t.function == function), None)
+
+    def hints(self) -> list[str]:
+        """All hints in order, task by task: what `xtc-katas hint` walks through."""
+        return [f"{t.function}: {h}" for t in self.tasks for h in t.hints]
+
+
+@cache
+def katas() -> tuple[Kata, ...]:
+    data = tomllib.loads(MANIFEST.read_text())
+    return tuple(
+        Kata(
+            id=k["id"],
+            title=k["title"],
+            module=k["module"],
+            tasks=tuple(Task(t["function"], tuple(t["hints"])) for t in k["task"]),
+        )
+        for k in data["kata"]
+    )
+
+
+def find(key: str | int) -> Kata:
+    """A kata by number (3, "3", "03"), name ("compile") or id ("03_compile")."""
+    text = str(key).strip().rstrip("/").split("/")[-1]
+    for kata in katas():
+        if text in (kata.id, kata.name) or (text.isdigit() and int(text) == kata.number):
+            return kata
+    known = ", ".join(k.id for k in katas())
+    raise LookupError(f"no kata {key!r}; the katas are: {known}")
+
+
+def kata_of_path(path: Path) -> Kata | None:
+    """The kata a file belongs to (katas/NN_x/... or solutions/NN_x/...), if any."""
+    for part in Path(path).resolve().parts:
+        for kata in katas():
+            if part == kata.id:
+                return kata
+    return None

@@ -1,0 +1,256 @@
+"""The pytest plugin behind every kata: options, fixtures and friendly reports.
+
+Options: --solutions (test solutions/ instead of katas/), --backend mlir|tvm (one
+backend for a faster loop), --check-stubs (CI: every kata test must FAIL on the
+untouched stubs, with the stub's NotImplementedError).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from xtc_katas import ROOT, failures, loader, progress, stubs
+from xtc_katas.backends import BACKENDS, KataBackend, set_thread_defaults
+from xtc_katas.compiling import Workdir
+from xtc_katas.manifest import Kata, kata_of_path
+
+BACKEND_ENV = "XTC_KATAS_BACKEND"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("xtc-katas")
+    group.addoption(
+        "--solutions",
+        action="store_true",
+        default=loader.solutions_selected(),
+        help=f"test the reference solutions in solutions/ (or set {loader.SOLUTIONS_ENV}=1)",
+    )
+    group.addoption(
+        "--backend",
+        action="append",
+        choices=BACKENDS,
+        help=f"run compiling tests on this backend only (repeatable; or set {BACKEND_ENV})",
+    )
+    group.addoption(
+        "--check-stubs",
+        action="store_true",
+        help="CI: pass only if every kata test fails on the untouched stub",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--solutions"):
+        os.environ[loader.SOLUTIONS_ENV] = "1"
+    set_thread_defaults()
+    learner_run = not (config.getoption("--solutions") or config.getoption("--check-stubs"))
+    if learner_run and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ProgressRecorder(config), "xtc-katas-progress")
+
+
+def selected_backends(config: pytest.Config) -> list[str]:
+    chosen = config.getoption("--backend") or []
+    if not chosen and os.environ.get(BACKEND_ENV):
+        chosen = [b.strip() for b in os.environ[BACKEND_ENV].split(",")]
+    return [b for b in BACKENDS if b in chosen] or list(BACKENDS)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        names = selected_backends(metafunc.config)
+        metafunc.parametrize("backend", [KataBackend(n) for n in names], ids=names)
+
+
+# --- fixtures -------------------------------------------------------------------------
+
+
+def _kata_for(request: pytest.FixtureRequest) -> Kata:
+    kata = kata_of_path(Path(request.path))
+    if kata is None:
+        pytest.fail(f"{request.path} is not inside a kata folder listed in katas/manifest.toml")
+    return kata
+
+
+@pytest.fixture(scope="module")
+def kata_entry(request: pytest.FixtureRequest) -> Kata:
+    """The manifest entry of the kata whose tests are running."""
+    return _kata_for(request)
+
+
+@pytest.fixture(scope="module")
+def kata(kata_entry: Kata) -> ModuleType:
+    """The module under test: the learner's stub, or with --solutions the reference."""
+    path = loader.module_path(kata_entry)
+    try:
+        return loader.load(kata_entry)
+    except Exception as exc:
+        pytest.fail(
+            f"{kata_entry.id}: {path.relative_to(ROOT)} does not import: "
+            f"{type(exc).__name__}: {exc}\n  Fix that file, then run: pytest katas/{kata_entry.id}",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workdir:
+    """A private directory for this test's compiles, also its working directory.
+
+    TVM leaves ./tmpXXXX/ behind; compiling here keeps the repository and the user's cwd
+    clean, and the fresh names per compile avoid XTC's reused-dump_file trap.
+    """
+    monkeypatch.chdir(tmp_path)
+    return Workdir(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def peak() -> Callable[[], float]:
+    """Single-core float32 FMA/s, as a function measured on first call, once per session.
+
+    Lazy on purpose: a test calls the learner's code first, so an unsolved kata fails in
+    milliseconds instead of paying ~4 s for a peak it never uses.
+    Override with XTC_KATAS_PEAK_GFMAS.
+    """
+    from xtc_katas.peak import peak_fmas_per_s
+
+    return peak_fmas_per_s
+
+
+class PerfRecord:
+    """Performance figures of one test, shown in the summary and kept for `xtc-katas`."""
+
+    def __init__(self, item: pytest.Item) -> None:
+        self._item = item
+
+    def __call__(self, **figures: Any) -> None:
+        self._item.user_properties.append(("perf", figures))
+
+
+@pytest.fixture
+def record_perf(request: pytest.FixtureRequest) -> PerfRecord:
+    """Record figures (speedup, percent_of_peak, ...) for the summary and the status table."""
+    return PerfRecord(request.node)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """Fail at once, before any costly setup in the test body, on an untouched stub."""
+    if item.config.getoption("--check-stubs"):
+        return
+    module = getattr(item, "funcargs", {}).get("kata")
+    kata = kata_of_path(Path(item.path))
+    if module is None or kata is None:
+        return
+    name = stubs.first_untouched(kata, module, getattr(item, "originalname", item.name))
+    if name:
+        raise stubs.StubNotImplemented(kata, name)
+
+
+# --- reports ----------------------------------------------------------------------------
+
+
+def _in_katas(item: pytest.Item) -> bool:
+    return Path(item.path).resolve().is_relative_to(ROOT / "katas")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Iterator[None] | Any:
+    report = yield
+    kata = kata_of_path(Path(item.path))
+    if kata is None:
+        return report
+    described = None
+    if call.excinfo is not None:
+        exc = call.excinfo.value
+        described = failures.describe(kata, exc, call.excinfo.tb)
+        if described:
+            header, keep_traceback = described
+            report.longrepr = f"{header}\n\n{report.longrepr}" if keep_traceback else header
+    if item.config.getoption("--check-stubs") and _in_katas(item) and report.when == "call":
+        _invert_for_stub_check(report, kata, call, described)
+    return report
+
+
+def _invert_for_stub_check(report: Any, kata: Kata, call: Any, described: Any) -> None:
+    """In --check-stubs mode a kata test must fail, and fail with the stub's message."""
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{kata.id}: this test PASSES on the untouched stub, so it cannot catch a learner's "
+            "mistake. Make it call the stub function and check its result."
+        )
+    elif described and not described[1]:
+        report.outcome = "passed"
+        report.longrepr = None
+    else:
+        report.longrepr = (
+            f"{kata.id}: on the untouched stub this test must fail with the stub's "
+            f"NotImplementedError, not this:\n\n{report.longrepr}"
+        )
+
+
+class ProgressRecorder:
+    """Keeps the learner's results in pytest's own cache, for the status table.
+
+    Registered only for learner runs (not --solutions, not --check-stubs) and only in
+    the controlling process under pytest-xdist, which receives every worker's reports.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.reports: dict[str, dict[str, Any]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call" and not (report.when == "setup" and report.failed):
+            return
+        kata = kata_of_path(Path(report.fspath))
+        if kata is None:
+            return
+        self.reports[report.nodeid] = {
+            "kata": kata.id,
+            "outcome": report.outcome,
+            "module_hash": progress.module_hash(kata),
+            "perf": [v for k, v in report.user_properties if k == "perf"],
+            "when": time.time(),
+            "message": _first_line(report) if report.failed else "",
+        }
+
+    def pytest_sessionfinish(self) -> None:
+        cache = self.config.cache
+        if not self.reports or cache is None:
+            return
+        results = cache.get(progress.CACHE_KEY, {})
+        results.update(self.reports)
+        cache.set(progress.CACHE_KEY, results)
+
+
+def _first_line(report: pytest.TestReport) -> str:
+    text = str(report.longrepr or "")
+    return next((line for line in text.splitlines() if line.strip()), "")[:300]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    lines = []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for key, figures in getattr(report, "user_properties", []):
+                if key == "perf":
+                    shown = ", ".join(f"{k} {_fmt(v)}" for k, v in figures.items())
+                    lines.append(f"{report.nodeid}: {shown}")
+    if lines:
+        terminalreporter.section("performance (side by side, min of repeats)")
+        for line in sorted(lines):
+            terminalreporter.write_line(line)
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,99 @@
+"""The katas' problems (matmul, matmul + relu): the harness's own graphs, inputs and answers.
+
+The harness never trusts the learner's graph to check the learner's kernel: it builds its
+own graph for each problem, makes the inputs, and computes the answer with numpy in float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from xtc.graphs.xtc.graph import XTCGraph
+
+
+@dataclass(frozen=True)
+class Matmul:
+    """C = A @ B (then R = relu(C) when `relu`), A of shape (I, K), B of shape (K, J)."""
+
+    I: int  # noqa: E741 - the tutorial's names
+    J: int
+    K: int
+    dtype: str = "float32"
+    relu: bool = False
+
+    @property
+    def name(self) -> str:
+        return "matmul_relu" if self.relu else "matmul"
+
+    @property
+    def label(self) -> str:
+        return f"{self.I}x{self.J}x{self.K} {self.dtype} {self.name}"
+
+    @property
+    def fmas(self) -> int:
+        """Multiply-adds of the matmul: the work every % of peak is measured against."""
+        return self.I * self.J * self.K
+
+    @property
+    def input_shapes(self) -> list[tuple[int, int]]:
+        return [(self.I, self.K), (self.K, self.J)]
+
+    @property
+    def output_shape(self) -> tuple[int, int]:
+        return (self.I, self.J)
+
+    def graph(self) -> XTCGraph:
+        """The problem as an XTC graph, built the tutorial's way (inputs outside the block)."""
+        import xtc.graphs.xtc.op as O
+
+        a = O.tensor((self.I, self.K), self.dtype, name="A")
+        b = O.tensor((self.K, self.J), self.dtype, name="B")
+        with O.graph(name=self.name) as gb:
+            c = O.matmul(a, b, name="C")
+            if self.relu:
+                O.relu(c, name="R")
+        return gb.graph
+
+    def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]:
+        """One input set. Kinds: random (positive, the tutorial's rand), signed, edge.
+
+        "edge" mixes zeros, ones, negative and large-magnitude values: a kernel that
+        skips a remainder, drops a sign or reads out of bounds shows up there.
+        """
+        rng = np.random.default_rng(seed)
+        arrays = []
+        for shape in self.input_shapes:
+            if kind == "random":
+                x = rng.random(shape)
+            elif kind == "signed":
+                x = rng.uniform(-1.0, 1.0, shape)
+            elif kind == "edge":
+                x = rng.choice([0.0, 1.0, -1.0, 0.5, -2.0, 64.0, -64.0], size=shape)
+                x.flat[0], x.flat[-1] = 0.0, -64.0
+            else:
+                raise ValueError(f"unknown input kind {kind!r}")
+            arrays.append(np.ascontiguousarray(x, dtype=self.dtype))
+        return arrays
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """The exact-ish answer: numpy in float64."""
+        a, b = (x.astype(np.float64) for x in inputs)
+        c = a @ b
+        return np.maximum(c, 0.0) if self.relu else c
+
+    def error_bound(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """Per-element bound on a correct kernel's rounding error.
+
+        A dot product of length K summed in any order (tiled, vectorized, with FMAs) in a
+        dtype of unit roundoff u is within gamma_K * (|A| @ |B|) of the exact value,
+        gamma_K = K u / (1 - K u) (Higham, Accuracy and Stability, 3.1). We allow twice
+        that, plus the smallest normal number; relu is 1-Lipschitz and keeps the bound.
+        """
+        a, b = (np.abs(x.astype(np.float64)) for x in inputs)
+        u = np.finfo(self.dtype).eps / 2
+        gamma = self.K * u / (1 - self.K * u)
+        return 2 * gamma * (a @ b) + np.finfo(self.dtype).tiny
