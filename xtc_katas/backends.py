@@ -20,7 +20,7 @@ class KataBackend:
     name: str
 
     @property
-    def Backend(self) -> Any:  # noqa: N802 - reads like the tutorial's `Backend(graph)`
+    def Backend(self) -> Any:
         set_thread_defaults()
         if self.name == "mlir":
             from xtc.backends.mlir import Backend

@@ -223,7 +223,7 @@ class ProgressRecorder:
         }
 
     def pytest_sessionfinish(self) -> None:
-        cache = self.config.cache
+        cache = getattr(self.config, "cache", None)
         if not self.reports or cache is None:
             return
         results = cache.get(progress.CACHE_KEY, {})

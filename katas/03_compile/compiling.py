@@ -14,7 +14,7 @@ from typing import Any
 from xtc.graphs.xtc.graph import XTCGraph
 
 
-def compile_baseline(graph: XTCGraph, Backend: Any, dump_file: str) -> Any:  # noqa: N803
+def compile_baseline(graph: XTCGraph, Backend: Any, dump_file: str) -> Any:
     """Compile `graph` with XTC's default loop nest (no transformation); return the module."""
     raise NotImplementedError
 
@@ -27,7 +27,7 @@ def percent_of_peak_of(module: Any, fmas: int, peak_fmas_per_s: float) -> float:
     raise NotImplementedError
 
 
-def generated_code(graph: XTCGraph, Backend: Any, dump_file: str, what: str) -> str:  # noqa: N803
+def generated_code(graph: XTCGraph, Backend: Any, dump_file: str, what: str) -> str:
     """Compile the baseline of `graph` and return, as text, what XTC prints for `what`.
 
     `what` is one of "source_ir", "transformed_ir", "assembly"; anything else is a

@@ -45,8 +45,9 @@ def test_compile_baseline_is_the_untransformed_loop_nest(kata, backend, workdir,
     # nest. Side by side with the harness's own, it runs at the same speed (a tuned
     # schedule is 15x+ faster; the bounds leave room for a noisy machine).
     learner = kata.compile_baseline(TUTORIAL.graph(), backend.Backend, workdir.dump_file())
-    timings = time_side_by_side({"learner": learner, "naive": naive(TUTORIAL, backend, workdir)},
-                                TUTORIAL, rounds=3)
+    timings = time_side_by_side(
+        {"learner": learner, "naive": naive(TUTORIAL, backend, workdir)}, TUTORIAL, rounds=3
+    )
     ratio = timings.speedup("learner", "naive")
     record_perf(speedup_vs_naive=ratio)
     assert 1 / 3 < ratio < 3, (

@@ -13,7 +13,7 @@ PRINT_OPTIONS = {
 }
 
 
-def _compile(graph: XTCGraph, Backend: Any, dump_file: str, **options: Any) -> Any:  # noqa: N803
+def _compile(graph: XTCGraph, Backend: Any, dump_file: str, **options: Any) -> Any:
     backend = Backend(graph)
     scheduler = backend.get_scheduler()
     schedule = scheduler.schedule()
@@ -21,7 +21,7 @@ def _compile(graph: XTCGraph, Backend: Any, dump_file: str, **options: Any) -> A
     return compiler.compile(schedule)
 
 
-def compile_baseline(graph: XTCGraph, Backend: Any, dump_file: str) -> Any:  # noqa: N803
+def compile_baseline(graph: XTCGraph, Backend: Any, dump_file: str) -> Any:
     """Compile `graph` with XTC's default loop nest (no transformation)."""
     return _compile(graph, Backend, dump_file)
 
@@ -34,7 +34,7 @@ def percent_of_peak_of(module: Any, fmas: int, peak_fmas_per_s: float) -> float:
     return 100.0 * fmas / min(times) / peak_fmas_per_s
 
 
-def generated_code(graph: XTCGraph, Backend: Any, dump_file: str, what: str) -> str:  # noqa: N803
+def generated_code(graph: XTCGraph, Backend: Any, dump_file: str, what: str) -> str:
     """What XTC prints for `what`: MLIR writes to stderr, TVM to stdout; capture both."""
     if what not in PRINT_OPTIONS:
         raise ValueError(f"what must be one of {sorted(PRINT_OPTIONS)}, got {what!r}")

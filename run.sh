@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# xtc-katas quick start. Two commands, both safe to re-run (they skip what is installed):
+#   ./run.sh         set up, then open the learner's loop (progress table, next step)
+#   ./run.sh test    set up, then run the whole test suite (lint, solutions, stubs, solved)
+# `./run.sh setup` only sets up. Anything else goes to the `xtc-katas` command:
+# ./run.sh hint 1, ./run.sh run 3 ...
+set -euo pipefail
+cd "$(dirname "$0")"
+
+VENV=.venv
+STAMP="$VENV/.xtc-katas-installed"
+SYSTEM_PACKAGES="libomp5 gcc binutils"
+
+say() { printf '%s\n' "xtc-katas: $*" >&2; }
+
+pick_python() {
+    for py in python3.11 python3.12 python3.10 python3; do
+        if command -v "$py" >/dev/null 2>&1 &&
+            "$py" -c 'import sys, venv; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 12)))' 2>/dev/null; then
+            echo "$py"; return 0
+        fi
+    done
+    return 1
+}
+
+missing_system_pieces() {
+    local missing=()
+    command -v cc >/dev/null 2>&1 || missing+=("a C compiler (cc)")
+    command -v objdump >/dev/null 2>&1 || missing+=("objdump")
+    python3 -c 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("omp") is None)' 2>/dev/null ||
+        missing+=("libomp")
+    (("${#missing[@]}")) && printf '%s, ' "${missing[@]}"
+    return 0
+}
+
+ensure_system() {
+    local missing
+    missing=$(missing_system_pieces)
+    [ -z "$missing" ] && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing system packages XTC needs (${missing%, }): $SYSTEM_PACKAGES"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $SYSTEM_PACKAGES >/dev/null
+        missing=$(missing_system_pieces)
+        [ -z "$missing" ] && return 0
+    fi
+    say "XTC needs ${missing%, }. Install them, then run this again:"
+    say "    sudo apt-get install -y $SYSTEM_PACKAGES"
+    exit 1
+}
+
+ensure_venv() {
+    local want
+    want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+    if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ]; then
+        return 0
+    fi
+    local py
+    py=$(pick_python) || { say "needs Python 3.10-3.12 with the venv module"; exit 1; }
+    say "creating $VENV with $py and the pinned dependencies (xtc-tools[mlir,tvm]==0.3.2, ~1.7 GB, a few minutes the first time)"
+    [ -x "$VENV/bin/python" ] || "$py" -m venv "$VENV"
+    local log="$VENV/install.log"
+    if ! { "$VENV/bin/python" -m pip install --upgrade pip &&
+        "$VENV/bin/python" -m pip install -e ".[dev]"; } >"$log" 2>&1; then
+        tail -n 30 "$log" >&2
+        say "installing the dependencies failed; the whole log is in $log"
+        exit 1
+    fi
+    echo "$want" >"$STAMP"
+}
+
+ensure_system
+ensure_venv
+
+case "${1:-}" in
+    setup)
+        say "ready: $VENV is up to date"
+        ;;
+    test)
+        shift
+        exec "$VENV/bin/tox" run -e lint,solutions,stubs,solved "$@"
+        ;;
+    *)
+        exec "$VENV/bin/xtc-katas" "$@"
+        ;;
+esac

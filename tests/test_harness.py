@@ -1,0 +1,108 @@
+"""The harness's own checks must catch what they claim to catch."""
+
+import numpy as np
+import pytest
+
+from xtc_katas import failures, numerics, stubs
+from xtc_katas.compiling import Workdir
+from xtc_katas.manifest import find
+from xtc_katas.problems import Matmul
+
+PROBLEM = Matmul(4, 36, 512)
+
+
+def test_mismatch_accepts_any_summation_order():
+    inputs = PROBLEM.inputs("random")
+    a, b = inputs
+    # A float32 dot product summed backwards: a correct kernel with another loop order.
+    backwards = np.zeros(PROBLEM.output_shape, np.float32)
+    for k in reversed(range(PROBLEM.K)):
+        backwards += np.outer(a[:, k], b[k, :])
+    assert numerics.mismatch(backwards, PROBLEM, inputs) is None
+
+
+@pytest.mark.parametrize("kind", ["random", "signed", "edge"])
+def test_mismatch_reports_a_single_wrong_element(kind):
+    inputs = PROBLEM.inputs(kind)
+    out = PROBLEM.reference(inputs).astype(np.float32)
+    out[3, 35] += 1e-2 * max(1.0, abs(float(out[3, 35])))
+    report = numerics.mismatch(out, PROBLEM, inputs)
+    assert report and "(3, 35)" in report and "1 of 144" in report
+
+
+def test_mismatch_reports_an_untouched_output():
+    inputs = PROBLEM.inputs("random")
+    out = PROBLEM.reference(inputs).astype(np.float32)
+    out[:, 32:] = np.nan  # a kernel that skipped the remainder of j
+    assert "never wrote" in numerics.mismatch(out, PROBLEM, inputs)
+
+
+def test_relu_reference_clamps_negatives():
+    problem = Matmul(2, 3, 4, relu=True)
+    inputs = problem.inputs("signed", seed=3)
+    assert (problem.reference(inputs) >= 0).all()
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda a, b: [a.astype(np.float64), b], "dtype float64"),
+        (lambda a, b: [a[:, :100].copy(), b], "shape (4, 100)"),
+        (lambda a, b: [np.asfortranarray(a), b], "C-contiguous"),
+        (lambda a, b: [a], "expected 2 arrays"),
+    ],
+)
+def test_check_arrays_refuses_what_would_corrupt_a_kernel(bad, message):
+    arrays = bad(*PROBLEM.inputs("random"))
+    with pytest.raises(
+        numerics.KernelArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")
+    ):
+        numerics.check_arrays(arrays, PROBLEM.input_shapes, PROBLEM.dtype)
+
+
+def test_workdir_never_reuses_a_dump_file(tmp_path):
+    workdir = Workdir(tmp_path)
+    names = {workdir.dump_file("k") for _ in range(100)}
+    assert len(names) == 100 and all(n.startswith(str(tmp_path)) for n in names)
+
+
+def stub_with_docstring(x):
+    """Doc."""
+    raise NotImplementedError
+
+
+def stub_with_message(x):
+    raise NotImplementedError("write me")
+
+
+def started(x):
+    y = x + 1
+    raise NotImplementedError(y)
+
+
+def test_untouched_stub_detection():
+    assert stubs.is_untouched_stub(stub_with_docstring)
+    assert stubs.is_untouched_stub(stub_with_message)
+    assert not stubs.is_untouched_stub(started)
+    assert not stubs.is_untouched_stub(len)
+
+
+def test_functions_checked_by_reads_the_test_name():
+    kata = find("03")
+    assert stubs.functions_checked_by(kata, "test_percent_of_peak_of_uses_min") == [
+        "percent_of_peak_of"
+    ]
+
+
+def test_not_implemented_message_names_kata_function_and_first_hint():
+    kata = find(1)
+    message = failures.not_implemented(kata, "matmul_fmas")
+    assert message.splitlines()[0] == "01_peak › matmul_fmas() is not implemented yet."
+    assert kata.task("matmul_fmas").hints[0] in message
+    assert "katas/01_peak/peak.py" in message
+
+
+def test_find_kata_by_number_name_or_id():
+    assert find(3).id == find("03").id == find("compile").id == find("03_compile").id
+    with pytest.raises(LookupError):
+        find("nope")

@@ -1,0 +1,68 @@
+"""Lint: the manifest, the stubs, the solutions and the tests stay in step (as rustlings does)."""
+
+import ast
+import inspect
+
+import pytest
+
+from xtc_katas import ROOT, loader, stubs
+from xtc_katas.manifest import katas
+
+KATAS = katas()
+IDS = [k.id for k in KATAS]
+
+
+def test_katas_are_numbered_in_order_from_01():
+    assert [k.number for k in KATAS] == list(range(1, len(KATAS) + 1))
+
+
+def test_every_folder_is_in_the_manifest():
+    for side in ("katas", "solutions"):
+        folders = sorted(
+            p.name for p in (ROOT / side).iterdir() if p.is_dir() and p.name[0].isdigit()
+        )
+        assert folders == sorted(IDS), f"{side}/ folders and the manifest differ"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_kata_has_lesson_stub_tests_and_solution(kata):
+    folder = kata.folder()
+    assert (folder / "README.md").is_file(), "every kata has a lesson"
+    assert kata.stub_path().is_file()
+    assert kata.solution_path().is_file()
+    assert list(folder.glob("test_*.py")), "every kata has tests"
+    for task in kata.tasks:
+        assert task.hints, f"{task.function} needs at least one hint"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_stubs_are_untouched_and_solutions_are_complete(kata):
+    stub, solution = loader.load(kata, solution=False), loader.load(kata, solution=True)
+    for task in kata.tasks:
+        stub_fn, solution_fn = getattr(stub, task.function), getattr(solution, task.function)
+        assert stubs.is_untouched_stub(stub_fn), f"the stub of {task.function} must only raise"
+        assert not stubs.is_untouched_stub(solution_fn), f"solution of {task.function} is a stub"
+        assert inspect.signature(stub_fn) == inspect.signature(solution_fn), (
+            f"{task.function}: stub and solution signatures differ"
+        )
+
+
+def _test_names(kata):
+    names = []
+    for path in kata.folder().glob("test_*.py"):
+        tree = ast.parse(path.read_text())
+        names += [
+            n.name
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")
+        ]
+    return names
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_every_function_is_tested_and_every_test_names_its_function(kata):
+    names = _test_names(kata)
+    for task in kata.tasks:
+        assert any(task.function in n for n in names), f"no test's name contains {task.function}"
+    for name in names:
+        assert stubs.functions_checked_by(kata, name), f"{name} names no function of {kata.id}"

@@ -1,0 +1,204 @@
+"""`xtc-katas`: the learner's loop on top of pytest (status, run, hint).
+
+Progress is never hand-kept: `status` runs pytest on the first kata whose recorded
+results are missing or stale, and reads every result back from pytest's cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xtc_katas import ROOT, progress
+from xtc_katas.manifest import Kata, find, katas
+
+HINT_STATE = ROOT / ".pytest_cache" / "v" / "xtc-katas" / "hints"
+
+
+@dataclass
+class KataStatus:
+    kata: Kata
+    state: str  # "passing", "failing", "not started", "not run"
+    tasks_passed: int
+    first_failure: dict[str, Any] | None
+    best_percent_of_peak: float | None
+    best_speedup: float | None
+
+
+def pytest_kata(kata: Kata, extra: Sequence[str] = (), quiet: bool = True) -> int:
+    """Run one kata's tests in a fresh process, recording results in the cache."""
+    args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", *extra]
+    if quiet:
+        args += ["-q", "--no-header", "-p", "no:warnings"]
+        result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    else:
+        result = subprocess.run(args, cwd=ROOT)
+    return result.returncode
+
+
+def kata_status(kata: Kata, results: dict[str, dict[str, Any]]) -> KataStatus:
+    mine = progress.kata_results(kata, results)
+    if not mine:
+        return KataStatus(kata, "not run", 0, None, None, None)
+    passed = 0
+    for task in kata.tasks:
+        outcomes = [r["outcome"] for nodeid, r in mine.items() if task.function in nodeid]
+        passed += bool(outcomes) and all(o == "passed" for o in outcomes)
+    failures = [r for r in mine.values() if r["outcome"] != "passed"]
+    figures = [f for r in mine.values() if r["outcome"] == "passed" for f in r.get("perf", [])]
+    percents = [f["percent_of_peak"] for f in figures if "percent_of_peak" in f]
+    speedups = [f["speedup"] for f in figures if "speedup" in f]
+    if not failures:
+        state = "passing"
+    elif all("not implemented yet" in r.get("message", "") for r in failures) and not passed:
+        state = "not started"
+    else:
+        state = "failing"
+    return KataStatus(
+        kata,
+        state,
+        passed,
+        failures[0] if failures else None,
+        max(percents) if percents else None,
+        max(speedups) if speedups else None,
+    )
+
+
+def collect_statuses(run_tests: bool = True) -> list[KataStatus]:
+    """Every kata's status; runs pytest on katas in order until the first unfinished one."""
+    statuses = []
+    blocked = False
+    for kata in katas():
+        status = kata_status(kata, progress.read())
+        if run_tests and not blocked and status.state != "passing":
+            print(f"running the tests of {kata.id} ...", file=sys.stderr, flush=True)
+            pytest_kata(kata)
+            status = kata_status(kata, progress.read())
+        blocked = blocked or status.state != "passing"
+        statuses.append(status)
+    return statuses
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    return f"{value:.1f}{unit}" if value is not None else "-"
+
+
+def render_table(statuses: list[KataStatus]) -> str:
+    rows = [("kata", "state", "tasks", "best % peak", "best speedup", "title")]
+    for s in statuses:
+        rows.append(
+            (
+                s.kata.id,
+                s.state,
+                f"{s.tasks_passed}/{len(s.kata.tasks)}",
+                _fmt(s.best_percent_of_peak, "%"),
+                _fmt(s.best_speedup, "x"),
+                s.kata.title,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows
+    ]
+    lines.insert(1, "-" * len(lines[0]))
+    done = sum(s.state == "passing" for s in statuses)
+    lines.append(f"\n{done} of {len(statuses)} katas passing.")
+    return "\n".join(lines)
+
+
+def render_next_step(statuses: list[KataStatus]) -> str:
+    current = next((s for s in statuses if s.state != "passing"), None)
+    if current is None:
+        return "Every kata passes. Try `pytest katas --solutions` to compare with the reference."
+    kata = current.kata
+    lines = [f"Next: {kata.id} — {kata.title}", f"  lesson: katas/{kata.id}/README.md"]
+    failure = current.first_failure
+    if failure:
+        lines.append(f"  first failure: {failure.get('message') or 'see pytest output'}")
+    task = next(
+        (t for t in kata.tasks if failure and t.function in failure.get("message", "")),
+        kata.tasks[0],
+    )
+    lines.append(f"  hint: {task.hints[0]}")
+    lines.append(f"  run:  xtc-katas run {kata.number}    (or: pytest katas/{kata.id})")
+    return "\n".join(lines)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    statuses = collect_statuses(run_tests=not args.no_run)
+    print(render_table(statuses))
+    print()
+    print(render_next_step(statuses))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    kata = find(args.kata) if args.kata else _current_kata()
+    extra = [f"--backend={b}" for b in args.backend or []]
+    code = pytest_kata(kata, extra + list(args.pytest_args), quiet=False)
+    status = kata_status(kata, progress.read())
+    print(f"\n{kata.id}: {status.state}, {status.tasks_passed}/{len(kata.tasks)} tasks passed")
+    return code
+
+
+def _current_kata() -> Kata:
+    results = progress.read()
+    return next((k for k in katas() if kata_status(k, results).state != "passing"), katas()[-1])
+
+
+def cmd_hint(args: argparse.Namespace) -> int:
+    kata = find(args.kata) if args.kata else _current_kata()
+    hints = kata.hints()
+    try:
+        state = json.loads(HINT_STATE.read_text())
+    except (OSError, ValueError):
+        state = {}
+    shown = state.get(kata.id, 0)
+    index = shown % len(hints)
+    print(f"{kata.id} hint {index + 1}/{len(hints)}: {hints[index]}")
+    if index + 1 == len(hints):
+        print(
+            "(that was the last hint; the next call starts over. The lesson: "
+            f"katas/{kata.id}/README.md)"
+        )
+    state[kata.id] = shown + 1
+    HINT_STATE.parent.mkdir(parents=True, exist_ok=True)
+    HINT_STATE.write_text(json.dumps(state))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xtc-katas", description="Learn performance engineering with XTC, kata by kata."
+    )
+    sub = parser.add_subparsers(dest="command")
+    status = sub.add_parser("status", help="progress table and the next step (the default)")
+    status.add_argument("--no-run", action="store_true", help="only read recorded results")
+    status.set_defaults(func=cmd_status)
+    run = sub.add_parser("run", help="run one kata's tests (default: the current kata)")
+    run.add_argument("kata", nargs="?", help="number, name or id, e.g. 3, compile, 03_compile")
+    run.add_argument("--backend", action="append", choices=["mlir", "tvm"])
+    run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
+    run.set_defaults(func=cmd_run)
+    hint = sub.add_parser("hint", help="the next hint of a kata, one per call")
+    hint.add_argument("kata", nargs="?", help="number, name or id (default: current kata)")
+    hint.set_defaults(func=cmd_hint)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.chdir(ROOT)
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        args = build_parser().parse_args(["status", *(argv or [])])
+    try:
+        return args.func(args)
+    except LookupError as exc:
+        print(f"xtc-katas: {exc}", file=sys.stderr)
+        return 2
