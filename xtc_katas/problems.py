@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 if TYPE_CHECKING:
     from xtc.graphs.xtc.graph import XTCGraph
@@ -82,7 +83,8 @@ class Matmul:
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
         """The exact-ish answer: numpy in float64."""
         a, b = (x.astype(np.float64) for x in inputs)
-        c = a @ b
+        with single_threaded_blas():
+            c = a @ b
         return np.maximum(c, 0.0) if self.relu else c
 
     def error_bound(self, inputs: list[np.ndarray]) -> np.ndarray:
@@ -96,4 +98,15 @@ class Matmul:
         a, b = (np.abs(x.astype(np.float64)) for x in inputs)
         u = np.finfo(self.dtype).eps / 2
         gamma = self.K * u / (1 - self.K * u)
-        return 2 * gamma * (a @ b) + np.finfo(self.dtype).tiny
+        with single_threaded_blas():
+            product = a @ b
+        return 2 * gamma * product + np.finfo(self.dtype).tiny
+
+
+def single_threaded_blas() -> threadpool_limits:
+    """The harness's own numpy products run on one BLAS thread.
+
+    OpenBLAS's worker threads busy-wait for a while after a multi-threaded call: started
+    by a reference computation, they would steal a core from the kernel timed next.
+    """
+    return threadpool_limits(limits=1, user_api="blas")

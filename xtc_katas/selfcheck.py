@@ -21,10 +21,20 @@ IGNORED = shutil.ignore_patterns(
 )
 
 
-def solved_copy(destination: Path) -> Path:
-    """A copy of the repository with every stub replaced by its reference solution."""
+def copy_repository(destination: Path) -> Path:
+    """A working copy of the repository (no VCS, venv or caches) under `destination`.
+
+    Run it with `python -m ...` from the copy's root, so the copy's own xtc_katas is
+    imported and every path resolves inside the copy.
+    """
     copy = destination / "xtc-katas"
     shutil.copytree(ROOT, copy, ignore=IGNORED)
+    return copy
+
+
+def solved_copy(destination: Path) -> Path:
+    """A copy of the repository with every stub replaced by its reference solution."""
+    copy = copy_repository(destination)
     for kata in katas():
         shutil.copyfile(kata.solution_path(copy), kata.stub_path(copy))
     return copy
