@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="xtc-katas-solved-") as tmp:
         copy = solved_copy(Path(tmp))
         # `python -m` from the copy imports the copy's xtc_katas, so paths resolve there.
-        run = [sys.executable, "-m", "pytest", "katas", "-p", "no:randomly", *argv]
+        run = [sys.executable, "-m", "pytest", "katas", *argv]
         print("$", " ".join(run), f"(in a solved copy: {copy})", flush=True)
         code = subprocess.run(run, cwd=copy).returncode
         if code != 0:

@@ -1,0 +1,90 @@
+"""Give MLIR learners the diagnostics TVM gives, before anything is compiled.
+
+Scheduling primitives only record. TVM validates the recorded loop nest when it builds
+the schedule; MLIR silently ignores an unknown axis name, an interchange that forgets an
+axis, vectorizing a loop that is not innermost, and compiles a parallelized reduction
+into racy code. `check_schedule` inspects `scheduler.get_loop_nest()` (the same
+structure on both backends) and names the mistake and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+class ScheduleMistake(AssertionError):
+    """A schedule that one backend would reject or silently miscompile."""
+
+
+RACES = {"parallelize": "threads would race", "vectorize": "lanes would collide"}
+
+
+def _loop_axes(loop_nest: Any) -> dict[str, str]:
+    """Every loop name a schedule may use, mapped to the axis it iterates."""
+    axes = {dim: dim for dim in loop_nest.abstract_dims}
+    for node in loop_nest.nodes:
+        for axis, tiles in node.tiles.items():
+            axes.update({name: axis for name in tiles})
+        for axis, segments in node.splits.items():
+            axes.update({name: axis for name in segments})
+    return axes
+
+
+def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str] = ("k",)) -> list[str]:
+    """What is wrong with the recorded schedule, in words a learner can act on."""
+    from xtc.schedules.exceptions import ScheduleValidationError
+
+    loop_nest = scheduler.get_loop_nest()
+    dims = list(loop_nest.abstract_dims)
+    axes = _loop_axes(loop_nest)
+    reductions = set(reduction_axes)
+    mistakes = []
+    for node in loop_nest.nodes:
+        where = "" if node.parent is None else f" (inside split segment {node.root})"
+        for axis in list(node.tiles) + list(node.splits):
+            if axis not in dims:
+                mistakes.append(
+                    f"strip_mine/split of axis {axis!r}{where}: there is no such axis; "
+                    f"the axes are {', '.join(dims)}"
+                )
+        for kind in ("vectorize", "parallelize", "unroll"):
+            for name in getattr(node, kind):
+                if name not in node.interchange:
+                    mistakes.append(
+                        f"{kind}({name!r}){where}: {name!r} is not a loop of the interchange "
+                        f"{node.interchange}; use one of those names"
+                    )
+        if node.vectorize and node.interchange and node.vectorize != node.interchange[-1:]:
+            mistakes.append(
+                f"vectorize({node.vectorize}){where}: only the innermost loop "
+                f"({node.interchange[-1]!r}) can be vectorized; put the vector tile last "
+                "in the interchange"
+            )
+        for kind, consequence in RACES.items():
+            for name in getattr(node, kind):
+                if axes.get(name) in reductions:
+                    mistakes.append(
+                        f"{kind}({name!r}){where}: {name!r} iterates the reduction axis "
+                        f"{axes[name]!r}; every iteration adds into the same C[i, j], so "
+                        f"{consequence}. {kind.capitalize()} a loop over i or j instead"
+                    )
+    try:
+        loop_nest.check()
+    except ScheduleValidationError as exc:
+        mistakes.append(
+            f"{exc}".strip() + " (every axis must appear in the interchange)"
+            if "never used" in str(exc)
+            else str(exc).strip()
+        )
+    return mistakes
+
+
+def check_schedule(
+    scheduler: Any, kata: str, function: str, reduction_axes: Iterable[str] = ("k",)
+) -> None:
+    """Raise ScheduleMistake naming the kata, the function and each mistake."""
+    mistakes = schedule_mistakes(scheduler, reduction_axes)
+    if mistakes:
+        listed = "\n".join(f"  - {m}" for m in mistakes)
+        raise ScheduleMistake(f"{kata} › {function}(): the schedule has mistakes:\n{listed}")
