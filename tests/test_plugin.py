@@ -19,7 +19,7 @@ def pytest_in(repo, *args):
     # A learner's environment: not the --solutions run this suite may be part of.
     env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-m", "pytest", *args],
         cwd=repo,
         env=env,
         capture_output=True,
