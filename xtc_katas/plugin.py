@@ -174,11 +174,11 @@ def pytest_runtest_makereport(
             header, keep_traceback = described
             report.longrepr = f"{header}\n\n{report.longrepr}" if keep_traceback else header
     if item.config.getoption("--check-stubs") and _in_katas(item) and report.when == "call":
-        _invert_for_stub_check(report, kata, call, described)
+        _invert_for_stub_check(report, kata, described)
     return report
 
 
-def _invert_for_stub_check(report: Any, kata: Kata, call: Any, described: Any) -> None:
+def _invert_for_stub_check(report: Any, kata: Kata, described: Any) -> None:
     """In --check-stubs mode a kata test must fail, and fail with the stub's message."""
     if report.passed:
         report.outcome = "failed"
