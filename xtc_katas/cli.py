@@ -18,7 +18,7 @@ from typing import Any
 from xtc_katas import ROOT, progress
 from xtc_katas.manifest import Kata, find, katas
 
-HINT_STATE = ROOT / ".pytest_cache" / "v" / "xtc-katas" / "hints"
+HINT_STATE = progress.cache_file(key="xtc-katas/hints")
 
 
 @dataclass

@@ -22,7 +22,7 @@ def check_arrays(arrays: list[np.ndarray], shapes: list[tuple[int, ...]], dtype:
     """Refuse arrays that are not exactly what the compiled kernel expects."""
     if len(arrays) != len(shapes):
         raise KernelArgumentError(f"expected {len(shapes)} arrays, got {len(arrays)}")
-    for n, (x, shape) in enumerate(zip(arrays, shapes, strict=False)):
+    for n, (x, shape) in enumerate(zip(arrays, shapes, strict=True)):
         if not isinstance(x, np.ndarray):
             raise KernelArgumentError(f"array {n} is a {type(x).__name__}, not a numpy array")
         if x.dtype != np.dtype(dtype):

@@ -19,9 +19,9 @@ from xtc_katas.manifest import Kata
 CACHE_KEY = "xtc-katas/results"
 
 
-def cache_file(root: Path = ROOT) -> Path:
-    """Where pytest's cache provider stores CACHE_KEY (config.cache.set writes this file)."""
-    return root / ".pytest_cache" / "v" / CACHE_KEY
+def cache_file(root: Path = ROOT, key: str = CACHE_KEY) -> Path:
+    """Where pytest's cache provider stores `key` (config.cache.set writes this file)."""
+    return root / ".pytest_cache" / "v" / key
 
 
 def module_hash(kata: Kata, root: Path = ROOT) -> str:

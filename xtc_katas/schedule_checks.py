@@ -72,11 +72,10 @@ def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str] = ("k",)) ->
     try:
         loop_nest.check()
     except ScheduleValidationError as exc:
-        mistakes.append(
-            f"{exc}".strip() + " (every axis must appear in the interchange)"
-            if "never used" in str(exc)
-            else str(exc).strip()
-        )
+        message = str(exc).strip()
+        if "never used" in message:
+            message += " (every axis must appear in the interchange)"
+        mistakes.append(message)
     return mistakes
 
 
