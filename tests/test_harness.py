@@ -106,3 +106,17 @@ def test_find_kata_by_number_name_or_id():
     assert find(3).id == find("03").id == find("compile").id == find("03_compile").id
     with pytest.raises(LookupError):
         find("nope")
+
+
+def test_a_kata_failure_shows_its_message_and_the_original_error_below():
+    kata = find(4)
+    try:
+        try:
+            {}["C/j0"]
+        except KeyError as exc:
+            raise failures.KataFailure("04_scheduling › schedule_split(): the fix") from exc
+    except failures.KataFailure as exc:
+        text, keep_traceback = failures.describe(kata, exc, exc.__traceback__)
+    assert text.startswith("04_scheduling › schedule_split(): the fix")
+    assert "The original error, from XTC:" in text and "KeyError: 'C/j0'" in text
+    assert not keep_traceback, "the harness's own frames are noise to a learner"

@@ -66,3 +66,14 @@ def test_every_function_is_tested_and_every_test_names_its_function(kata):
         assert any(task.function in n for n in names), f"no test's name contains {task.function}"
     for name in names:
         assert stubs.functions_checked_by(kata, name), f"{name} names no function of {kata.id}"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_floors_name_both_backends_and_are_positive(kata):
+    from xtc_katas.backends import BACKENDS
+
+    for task in kata.tasks:
+        if not task.floors:
+            continue
+        assert sorted(dict(task.floors)) == sorted(BACKENDS), f"{task.function}: one per backend"
+        assert all(value > 0 for _, value in task.floors), f"{task.function}: floors are > 0"

@@ -1,8 +1,12 @@
 """The schedule checks catch, on MLIR, the mistakes MLIR accepts silently."""
 
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
+from xtc_katas import numerics
 from xtc_katas.backends import KataBackend
+from xtc_katas.compiling import Workdir
 from xtc_katas.problems import Matmul
 from xtc_katas.schedule_checks import ScheduleMistake, check_schedule, schedule_mistakes
 
@@ -68,3 +72,80 @@ def test_mistakes_mlir_accepts_silently_are_named(sch, mistake, expected):
     with pytest.raises(ScheduleMistake, match=expected) as info:
         check_schedule(sch, "04_scheduling", "schedule_vectorize")
     assert str(info.value).startswith("04_scheduling › schedule_vectorize(): ")
+
+
+# --- the property the checks exist for -----------------------------------------------------
+#
+# For any schedule hypothesis draws (tiles, an order that may drop a loop, a vectorized,
+# parallel or unrolled loop anywhere): when TVM rejects it, the checks name a mistake,
+# so MLIR learners get TVM's diagnostics; and when the checks pass, both backends compile
+# it and compute A @ B. The draws are derandomized, so CI sees the same examples each run.
+
+SMALL = Matmul(4, 32, 64)
+
+
+@st.composite
+def schedules(draw):
+    steps = []
+    loops = ["i", "j", "k"]
+    for axis, sizes in (("i", [2, 4]), ("j", [8, 16]), ("k", [8, 16])):
+        size = draw(st.sampled_from([None, *sizes]))
+        if size:
+            steps.append(("strip_mine", axis, {f"{axis}1": size}))
+            loops.append(f"{axis}1")
+    order = draw(st.permutations(loops))
+    if draw(st.booleans()):
+        order = order[:-1] if draw(st.booleans()) else order
+    steps.append(("interchange", list(order)))
+    for kind in ("vectorize", "parallelize"):
+        if draw(st.booleans()):
+            steps.append((kind, [draw(st.sampled_from(loops))]))
+    tiles = [name for name in loops if name.endswith("1")]
+    if tiles and draw(st.booleans()):
+        steps.append(("unroll", {draw(st.sampled_from(tiles)): 2}))
+    return steps
+
+
+def apply_steps(backend, steps):
+    impl = KataBackend(backend).Backend(SMALL.graph())
+    sch = impl.get_scheduler()
+    for name, *args in steps:
+        getattr(sch, name)(*args)
+    return impl, sch
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(steps=schedules())
+def test_checks_agree_with_tvm_and_passing_schedules_compute(steps, tmp_path_factory):
+    workdir = Workdir(tmp_path_factory.mktemp("property"))
+    mistakes = schedule_mistakes(apply_steps("mlir", steps)[1])
+    impl, sch = apply_steps("tvm", steps)
+    try:
+        schedule = sch.schedule()
+        tvm_module = workdir.compile(impl, schedule) if not mistakes else None
+    except Exception as exc:  # ScheduleValidationError, TVM's ScheduleError, its asserts
+        assert mistakes, f"TVM rejected {steps} ({type(exc).__name__}: {exc}); the checks did not"
+        event("TVM rejected it, and so did the checks")
+        return
+    if mistakes:
+        event("the checks rejected it")
+        return  # TVM may accept what we reject (e.g. an odd vectorize): stricter is fine
+    event("accepted: compiled and checked on both backends")
+    numerics.assert_computes(tvm_module, SMALL, "tvm", kinds=("signed",))
+    impl, sch = apply_steps("mlir", steps)
+    mlir_module = workdir.compile(impl, sch.schedule())
+    numerics.assert_computes(mlir_module, SMALL, "mlir", kinds=("signed",))
+
+
+def test_an_unknown_loop_in_the_interchange_is_named(sch):
+    sch.interchange(["i", "k", "jj"])
+    mistakes = schedule_mistakes(sch)
+    assert any("'jj', which is not a loop" in m for m in mistakes), mistakes
+
+
+def test_a_split_without_segment_interchanges_names_the_fix_and_keeps_xtc_error(sch):
+    sch.split("j", {"j0": 0, "j1": 32})
+    with pytest.raises(ScheduleMistake, match="each segment needs its own interchange") as info:
+        check_schedule(sch, "04_scheduling", "schedule_split")
+    assert str(info.value).startswith("04_scheduling › schedule_split(): XTC cannot build")
+    assert isinstance(info.value.__cause__, KeyError), "XTC's own error stays attached"

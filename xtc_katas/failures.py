@@ -8,6 +8,7 @@ comes first and the original traceback stays below it: we never hide an error.
 
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 from types import TracebackType
 
@@ -15,6 +16,15 @@ from xtc_katas import ROOT
 from xtc_katas.manifest import Kata
 
 XTC_PACKAGES = ("xtc", "tvm", "mlir")
+
+
+class KataFailure(AssertionError):
+    """A failure the harness found in the learner's work; its message is the whole story.
+
+    The message names the kata, the function and the fix, so the report shows it alone,
+    without the harness's own frames. When XTC raised first (`raise ... from exc`), that
+    original error is printed below the message, traceback included.
+    """
 
 
 def _frames(tb: TracebackType | None) -> list[tuple[str, str]]:
@@ -62,6 +72,12 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> tuple[
 
     if isinstance(exc, StubNotImplemented):
         return not_implemented(kata, exc.function), False
+    if isinstance(exc, KataFailure):
+        cause = exc.__cause__
+        if cause is None:
+            return str(exc), False
+        original = "".join(traceback.format_exception(cause)).rstrip()
+        return f"{exc}\n\nThe original error, from XTC:\n{original}", False
     function = learner_function(kata, tb)
     if function is None:
         return None

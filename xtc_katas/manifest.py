@@ -27,6 +27,15 @@ class Task:
 
     function: str
     hints: tuple[str, ...]
+    #: Performance floor per backend: the speedup over the naive schedule, side by side,
+    #: that the learner's schedule must reach (calibrated; the figures are in the manifest).
+    floors: tuple[tuple[str, float], ...] = ()
+
+    def floor(self, backend: str) -> float:
+        floors = dict(self.floors)
+        if backend not in floors:
+            raise LookupError(f"{self.function} has no performance floor for {backend}")
+        return floors[backend]
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,12 @@ class Kata:
     def task(self, function: str) -> Task | None:
         return next((t for t in self.tasks if t.function == function), None)
 
+    def floor(self, function: str, backend: str) -> float:
+        task = self.task(function)
+        if task is None:
+            raise LookupError(f"{self.id} has no task {function}")
+        return task.floor(backend)
+
     def hints(self) -> list[str]:
         """All hints in order, task by task: what `xtc-katas hint` walks through."""
         return [f"{t.function}: {h}" for t in self.tasks for h in t.hints]
@@ -69,7 +84,10 @@ def katas() -> tuple[Kata, ...]:
             id=k["id"],
             title=k["title"],
             module=k["module"],
-            tasks=tuple(Task(t["function"], tuple(t["hints"])) for t in k["task"]),
+            tasks=tuple(
+                Task(t["function"], tuple(t["hints"]), tuple(t.get("floor", {}).items()))
+                for t in k["task"]
+            ),
         )
         for k in data["kata"]
     )

@@ -20,6 +20,7 @@ from xtc_katas import ROOT, failures, loader, progress, stubs
 from xtc_katas.backends import BACKENDS, KataBackend, set_thread_defaults
 from xtc_katas.compiling import Workdir
 from xtc_katas.manifest import Kata, kata_of_path
+from xtc_katas.speedups import FloorCheck
 
 BACKEND_ENV = "XTC_KATAS_BACKEND"
 
@@ -151,6 +152,19 @@ def pytest_runtest_call(item: pytest.Item) -> None:
         raise stubs.StubNotImplemented(kata, name)
 
 
+@pytest.fixture
+def floor_check(
+    kata_entry: Kata,
+    backend: KataBackend,
+    workdir: Workdir,
+    peak: Callable[[], float],
+    record_perf: PerfRecord,
+) -> FloorCheck:
+    """Time the learner's schedule, the naive one and the reference side by side; assert
+    the task's floor (a speedup over naive, from the manifest)."""
+    return FloorCheck(kata_entry, backend, workdir, peak, record_perf)
+
+
 # --- reports ----------------------------------------------------------------------------
 
 
@@ -174,11 +188,16 @@ def pytest_runtest_makereport(
             header, keep_traceback = described
             report.longrepr = f"{header}\n\n{report.longrepr}" if keep_traceback else header
     if item.config.getoption("--check-stubs") and _in_katas(item) and report.when == "call":
-        _invert_for_stub_check(report, kata, described)
+        stub_failure = (
+            described is not None
+            and call.excinfo is not None
+            and isinstance(call.excinfo.value, NotImplementedError)
+        )
+        _invert_for_stub_check(report, kata, stub_failure)
     return report
 
 
-def _invert_for_stub_check(report: Any, kata: Kata, described: Any) -> None:
+def _invert_for_stub_check(report: Any, kata: Kata, stub_failure: bool) -> None:
     """In --check-stubs mode a kata test must fail, and fail with the stub's message."""
     if report.passed:
         report.outcome = "failed"
@@ -186,7 +205,7 @@ def _invert_for_stub_check(report: Any, kata: Kata, described: Any) -> None:
             f"{kata.id}: this test PASSES on the untouched stub, so it cannot catch a learner's "
             "mistake. Make it call the stub function and check its result."
         )
-    elif described and not described[1]:
+    elif stub_failure:
         report.outcome = "passed"
         report.longrepr = None
     else:

@@ -110,3 +110,11 @@ def single_threaded_blas() -> threadpool_limits:
     by a reference computation, they would steal a core from the kernel timed next.
     """
     return threadpool_limits(limits=1, user_api="blas")
+
+
+#: The tutorial's problem: a 4x32x512 float32 matmul.
+TUTORIAL = Matmul(4, 32, 512)
+#: J = 36 is not a multiple of the vector width: two 16-lane vectors and 4 columns left.
+SPLIT = Matmul(4, 36, 512)
+#: Enough work per call (~17 M FMAs, ~0.15 ms tuned) for two threads to pay for themselves.
+LARGE = Matmul(128, 256, 512)

@@ -12,36 +12,42 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from xtc_katas.failures import KataFailure
+from xtc_katas.loop_nests import loop_axes
 
-class ScheduleMistake(AssertionError):
+
+class ScheduleMistake(KataFailure):
     """A schedule that one backend would reject or silently miscompile."""
 
 
 RACES = {"parallelize": "threads would race", "vectorize": "lanes would collide"}
 
 
-def _loop_axes(loop_nest: Any) -> dict[str, str]:
-    """Every loop name a schedule may use, mapped to the axis it iterates."""
-    axes = {dim: dim for dim in loop_nest.abstract_dims}
-    for node in loop_nest.nodes:
-        for axis, tiles in node.tiles.items():
-            axes.update({name: axis for name in tiles})
-        for axis, segments in node.splits.items():
-            axes.update({name: axis for name in segments})
-    return axes
-
-
 def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str] = ("k",)) -> list[str]:
     """What is wrong with the recorded schedule, in words a learner can act on."""
     from xtc.schedules.exceptions import ScheduleValidationError
 
-    loop_nest = scheduler.get_loop_nest()
+    try:
+        loop_nest = scheduler.get_loop_nest()
+    except Exception as exc:
+        raise ScheduleMistake(
+            f"XTC cannot build a loop nest from this schedule ({type(exc).__name__}: {exc}). "
+            "After a split, the root interchange must name the segments (e.g. "
+            '["i", "k", "j0", "j1"]) and each segment needs its own interchange, '
+            'e.g. sch.interchange(["j"], root="./j1")'
+        ) from exc
     dims = list(loop_nest.abstract_dims)
-    axes = _loop_axes(loop_nest)
+    axes = loop_axes(loop_nest)
     reductions = set(reduction_axes)
     mistakes = []
     for node in loop_nest.nodes:
         where = "" if node.parent is None else f" (inside split segment {node.root})"
+        for name in node.interchange:
+            if name not in axes:
+                mistakes.append(
+                    f"interchange{where} names {name!r}, which is not a loop; the loops are "
+                    f"{', '.join(axes)}; tile loops exist once strip_mine has created them"
+                )
         for axis in list(node.tiles) + list(node.splits):
             if axis not in dims:
                 mistakes.append(
@@ -83,7 +89,10 @@ def check_schedule(
     scheduler: Any, kata: str, function: str, reduction_axes: Iterable[str] = ("k",)
 ) -> None:
     """Raise ScheduleMistake naming the kata, the function and each mistake."""
-    mistakes = schedule_mistakes(scheduler, reduction_axes)
+    try:
+        mistakes = schedule_mistakes(scheduler, reduction_axes)
+    except ScheduleMistake as exc:
+        raise ScheduleMistake(f"{kata} › {function}(): {exc}") from exc.__cause__
     if mistakes:
         listed = "\n".join(f"  - {m}" for m in mistakes)
         raise ScheduleMistake(f"{kata} › {function}(): the schedule has mistakes:\n{listed}")

@@ -1,0 +1,113 @@
+"""The shape checks of katas 04 and 05 accept the reference shapes and name what is missing.
+
+Schedulers only record, so these tests build loop nests without compiling anything.
+"""
+
+import pytest
+
+from xtc_katas import loop_nests
+from xtc_katas.backends import KataBackend
+from xtc_katas.problems import LARGE, SPLIT, TUTORIAL
+
+
+def nest(problem, *steps):
+    sch = KataBackend("mlir").Backend(problem.graph()).get_scheduler()
+    for name, *args in steps:
+        getattr(sch, name)(*args)
+    return sch.get_loop_nest()
+
+
+LANES = loop_nests.machine().lanes
+REGISTER_TILE = (
+    ("strip_mine", "i", {"i1": 4}),
+    ("strip_mine", "j", {"j1": 16}),
+    ("interchange", ["i", "j", "k", "i1", "j1"]),
+    ("unroll", {"i1": 4}),
+    ("vectorize", ["j1"]),
+)
+
+
+def test_the_machine_is_read_from_xtc():
+    simd = loop_nests.machine()
+    assert simd.lanes in (4, 8, 16) and simd.registers in (16, 32)
+
+
+def test_stride_one_wants_j_innermost():
+    assert loop_nests.stride_one(nest(TUTORIAL, ("interchange", ["i", "k", "j"]))) == []
+    (mistake,) = loop_nests.stride_one(nest(TUTORIAL))
+    assert "innermost loop is 'k'" in mistake and "interchange" in mistake
+
+
+def test_vector_tile_wants_a_vectorized_tile_of_whole_vectors():
+    good = nest(
+        TUTORIAL,
+        ("strip_mine", "j", {"j1": 16}),
+        ("interchange", ["i", "k", "j", "j1"]),
+        ("vectorize", ["j1"]),
+    )
+    assert loop_nests.vector_tile(good) == []
+    unvectorized = nest(TUTORIAL, ("interchange", ["i", "k", "j"]))
+    assert "is not vectorized" in loop_nests.vector_tile(unvectorized)[0]
+    odd = nest(
+        TUTORIAL,
+        ("strip_mine", "j", {"j1": LANES + 2}),
+        ("interchange", ["i", "k", "j", "j1"]),
+        ("vectorize", ["j1"]),
+    )
+    assert f"multiple of {LANES}" in loop_nests.vector_tile(odd)[0]
+
+
+def test_register_tile_accepts_the_reference_shape():
+    assert loop_nests.register_tile(nest(TUTORIAL, *REGISTER_TILE)) == []
+
+
+@pytest.mark.parametrize(
+    "steps, expected",
+    [
+        ((*REGISTER_TILE[:3], REGISTER_TILE[4]), "is not unrolled"),
+        (
+            (
+                *REGISTER_TILE[:2],
+                ("interchange", ["i", "j", "i1", "k", "j1"]),
+                *REGISTER_TILE[3:],
+            ),
+            "no tile of 'i' inside the 'k' loop",
+        ),
+        (
+            (
+                ("strip_mine", "i", {"i1": 4}),
+                ("strip_mine", "j", {"j1": 32 * LANES // 4}),
+                ("interchange", ["i", "j", "k", "i1", "j1"]),
+                ("unroll", {"i1": 4}),
+                ("vectorize", ["j1"]),
+            ),
+            "spills",
+        ),
+    ],
+    ids=["not unrolled", "tile outside k", "too many accumulators"],
+)
+def test_register_tile_names_what_is_missing(steps, expected):
+    mistakes = loop_nests.register_tile(nest(TUTORIAL, *steps))
+    assert any(expected in m for m in mistakes), mistakes
+
+
+def test_split_wants_segments_with_a_vectorized_main_part():
+    scalar_split = (
+        ("split", "j", {"j0": 0, "j1": 32}),
+        ("interchange", ["i", "k", "j0", "j1"]),
+        ("interchange", ["j"], "./j0"),
+        ("interchange", ["j"], "./j1"),
+    )
+    assert (
+        "no segment of 'j' has a vectorized tile"
+        in loop_nests.split_main_part(nest(SPLIT, *scalar_split))[0]
+    )
+    assert "is not split" in loop_nests.split_main_part(nest(SPLIT))[0]
+
+
+def test_parallel_wants_the_outermost_loop():
+    outer = nest(LARGE, *REGISTER_TILE, ("parallelize", ["i"]))
+    assert loop_nests.parallel_outer(outer) == []
+    inner = nest(LARGE, *REGISTER_TILE, ("parallelize", ["j"]))
+    assert "not the outermost loop 'i'" in loop_nests.parallel_outer(inner)[0]
+    assert "no loop is parallelized" in loop_nests.parallel_outer(nest(LARGE, *REGISTER_TILE))[0]

@@ -1,0 +1,74 @@
+"""Run a learner's schedule (kata 04) or spec (kata 05) on a fresh scheduler, then check it.
+
+Both kinds end the same way: a scheduler whose recorded loop nest passed
+`schedule_checks` (the diagnostics TVM gives, for MLIR too), ready to compile. Mistakes
+raise `ScheduleMistake` with the kata, the function and the fix in the first line; when
+XTC rejected something, its exception stays chained below the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from xtc_katas.backends import KataBackend
+from xtc_katas.manifest import Kata
+from xtc_katas.problems import Matmul
+from xtc_katas.schedule_checks import ScheduleMistake, check_schedule
+
+DIMS = ["i", "j", "k"]
+
+
+def fresh_scheduler(backend: KataBackend, problem: Matmul) -> tuple[Any, Any]:
+    """XTC's backend object for the harness's own graph, and a new scheduler of it."""
+    impl = backend.Backend(problem.graph())
+    return impl, impl.get_scheduler()
+
+
+def apply_schedule(
+    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
+) -> tuple[Any, Any]:
+    """Call `module.function(sch)` on a fresh scheduler; return (impl, checked scheduler)."""
+    impl, scheduler = fresh_scheduler(backend, problem)
+    schedule_fn: Callable[[Any], Any] = getattr(module, function)
+    returned = schedule_fn(scheduler)
+    if returned is not None:
+        raise ScheduleMistake(
+            f"{kata.id} › {function}(sch) returned a {type(returned).__name__}: it must "
+            "call primitives on `sch` (sch.interchange(...), sch.vectorize(...)) and return "
+            "None. The harness compiles `sch` itself, so a returned value is ignored"
+        )
+    check_schedule(scheduler, kata.id, function)
+    return impl, scheduler
+
+
+def apply_spec(
+    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
+) -> tuple[Any, Any]:
+    """Apply the dict `module.function()` returns with descript_scheduler; check the result."""
+    from xtc.schedules.descript import descript_scheduler
+    from xtc.schedules.exceptions import (
+        ScheduleInterpretError,
+        ScheduleParseError,
+        ScheduleValidationError,
+    )
+
+    spec = getattr(module, function)()
+    if not isinstance(spec, dict):
+        raise ScheduleMistake(
+            f"{kata.id} › {function}() returned a {type(spec).__name__}, not a dict: return "
+            'the spec itself, e.g. {"i": {}, "k": {}, "j": {}, "j#16": {"vectorize": True}}'
+        )
+    impl, scheduler = fresh_scheduler(backend, problem)
+    try:
+        descript_scheduler(scheduler=scheduler, node_name="C", abstract_dims=DIMS, spec=spec)
+    except (ScheduleParseError, ScheduleInterpretError, ScheduleValidationError) as exc:
+        raise ScheduleMistake(
+            f"{kata.id} › {function}(): descript_scheduler rejected the spec with "
+            f"{type(exc).__name__}: {exc}\n  the spec: {spec!r}\n  Keys are loops, outer to "
+            'inner: an axis ("i"), a tile ("j#16"), a split segment ("j[0:32]") holding its '
+            "own nested spec"
+        ) from exc
+    check_schedule(scheduler, kata.id, function)
+    return impl, scheduler

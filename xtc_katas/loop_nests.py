@@ -1,0 +1,228 @@
+"""What a schedule built, read from its loop nest, and whether it has the shape a task asks.
+
+Every check reads `scheduler.get_loop_nest()`, which an imperative schedule (kata 04) and
+a declarative spec (kata 05) both produce, identically on MLIR and TVM. Each check
+returns the shortfalls in words a learner can act on; an empty list means the shape is
+there. Speed is judged elsewhere (side by side with the naive kernel): these checks say
+*why* a schedule is slow, or catch one that is fast for the wrong reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from xtc_katas.failures import KataFailure
+
+
+class ShapeMistake(KataFailure):
+    """The schedule compiles, but its loop nest lacks what the task is about."""
+
+
+def require(mistakes: list[str], kata: str, function: str) -> None:
+    """Fail with every shortfall of the loop nest, naming the kata and the function."""
+    if mistakes:
+        listed = "\n".join(f"  - {m}" for m in mistakes)
+        raise ShapeMistake(f"{kata} › {function}(): the loop nest is not there yet:\n{listed}")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The SIMD facts a schedule must fit: float32 lanes per vector, vector registers."""
+
+    lanes: int
+    registers: int
+    isa: str
+
+    @property
+    def described(self) -> str:
+        return f"{self.isa}: {self.lanes} float32 lanes, {self.registers} vector registers"
+
+
+@cache
+def machine(dtype: str = "float32") -> Machine:
+    """XTC's own reading of the CPU (xtc.utils.cpu), plus the register file of that ISA."""
+    from xtc.utils.cpu import cpu_info
+
+    lanes = int(cpu_info()["vsize"][dtype])
+    wide = lanes * 4 >= 64  # 512-bit vectors: AVX-512 has 32 of them, AVX2 and NEON 16
+    isa = {True: "AVX-512", False: "AVX2" if lanes * 4 == 32 else "SIMD"}[wide]
+    return Machine(lanes=lanes, registers=32 if wide else 16, isa=isa)
+
+
+@dataclass(frozen=True)
+class Loop:
+    """One loop of a node's interchange: its name, the axis it walks, its trip count."""
+
+    name: str
+    axis: str
+    size: int | None  # the tile size; None for an axis's outermost loop
+    segment: bool  # a split segment: its loops are in the child node of that name
+
+
+def loops(node: Any, axes: dict[str, str]) -> list[Loop]:
+    """The node's loops, outer to inner."""
+    sizes = {name: size for tiles in node.tiles.values() for name, size in tiles.items()}
+    segments = {name for parts in node.splits.values() for name in parts}
+    return [
+        Loop(name, axes.get(name, name), sizes.get(name), name in segments)
+        for name in node.interchange
+    ]
+
+
+def loop_axes(loop_nest: Any) -> dict[str, str]:
+    """Every loop name of the nest, mapped to the axis (i, j, k) it iterates."""
+    axes = {dim: dim for dim in loop_nest.abstract_dims}
+    for node in loop_nest.nodes:
+        for axis, tiles in node.tiles.items():
+            axes.update({name: axis for name in tiles})
+        for axis, segments in node.splits.items():
+            axes.update({name: axis for name in segments})
+    return axes
+
+
+def innermost(loop_nest: Any) -> list[tuple[Any, Loop]]:
+    """Each innermost loop that runs the body: one per node that ends in a real loop."""
+    axes = loop_axes(loop_nest)
+    found = []
+    for node in loop_nest.nodes:
+        node_loops = loops(node, axes)
+        if node_loops and not node_loops[-1].segment:
+            found.append((node, node_loops[-1]))
+    return found
+
+
+def _where(node: Any) -> str:
+    return "" if node.parent is None else f" in split segment {node.root!r}"
+
+
+def stride_one(loop_nest: Any, axis: str = "j") -> list[str]:
+    """The innermost loop walks B's and C's rows (axis j): consecutive addresses."""
+    return [
+        f"the innermost loop{_where(node)} is {loop.name!r}, over axis {loop.axis!r}: "
+        f"each step jumps a whole row of B or C. Put a loop over {axis!r} last in the "
+        'interchange, e.g. interchange(["i", "k", "j"])'
+        for node, loop in innermost(loop_nest)
+        if loop.axis != axis
+    ]
+
+
+def vector_tile(loop_nest: Any, node: Any | None = None, axis: str = "j") -> list[str]:
+    """The node's innermost loop is a vectorized tile of j, a multiple of the lanes."""
+    node = node or loop_nest.root_node
+    simd = machine()
+    node_loops = loops(node, loop_axes(loop_nest))
+    if not node_loops or node_loops[-1].segment:
+        return [f"there is no innermost loop{_where(node)} to vectorize"]
+    last = node_loops[-1]
+    if last.name not in node.vectorize:
+        return [
+            f"the innermost loop{_where(node)} {last.name!r} is not vectorized: "
+            f"strip_mine {axis!r} into a tile of {simd.lanes} (or a multiple), put it last "
+            "in the interchange and vectorize it"
+        ]
+    mistakes = []
+    if last.axis != axis:
+        mistakes.append(
+            f"the vectorized loop {last.name!r}{_where(node)} walks axis {last.axis!r}: "
+            f"vectorize a tile of {axis!r}, whose elements are consecutive in memory"
+        )
+    if last.size is None or last.size % simd.lanes:
+        size = "the whole axis" if last.size is None else f"{last.size} iterations"
+        mistakes.append(
+            f"the vectorized loop {last.name!r}{_where(node)} has {size}: make it a tile "
+            f"whose size is a multiple of {simd.lanes} (this machine: {simd.described})"
+        )
+    return mistakes
+
+
+def register_tile(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[str]:
+    """Inside the k loop, an unrolled tile of i times a vectorized tile of j.
+
+    That tile of C lives in vector registers for the whole k loop: each step loads one
+    row of B's tile and broadcasts one element of A per row, and does i1 x j1/lanes FMAs.
+    """
+    node = loop_nest.root_node
+    mistakes = vector_tile(loop_nest, node, axis=j)
+    node_loops = loops(node, loop_axes(loop_nest))
+    names = [loop.name for loop in node_loops]
+    k_positions = [n for n, loop in enumerate(node_loops) if loop.axis == k]
+    last_k = max(k_positions, default=-1)
+    i_tiles = [
+        loop for loop in node_loops[last_k + 1 :] if loop.axis == i and loop.size is not None
+    ]
+    if not i_tiles:
+        return [
+            *mistakes,
+            f"no tile of {i!r} inside the {k!r} loop (the interchange is {names}): "
+            f'strip_mine {i!r} (e.g. {{"{i}1": 4}}) and put that tile after {k!r}, just '
+            f"before the vector tile, so several rows of C stay in registers",
+        ]
+    rows = i_tiles[-1]
+    if rows.size is not None and rows.size < 2:
+        mistakes.append(f"the tile {rows.name!r} has one row: use 2 or more rows of C")
+    if rows.name not in node.unroll:
+        mistakes.append(
+            f"the row tile {rows.name!r} is not unrolled: unroll({{{rows.name!r}: "
+            f"{rows.size}}}) so each row's accumulator becomes its own register"
+        )
+    vec = node_loops[-1]
+    if vec.size and rows.size and not mistakes:
+        simd = machine()
+        accumulators = rows.size * vec.size // simd.lanes
+        budget = simd.registers - 4  # B's vector, A's broadcasts, addresses need some too
+        if accumulators > budget:
+            mistakes.append(
+                f"a {rows.size}x{vec.size} tile needs {accumulators} vector accumulators; "
+                f"this machine has {simd.registers} vector registers ({simd.isa}) and needs "
+                f"a few for B and A: the tile spills to memory. Keep rows x "
+                f"{vec.name}/{simd.lanes} at or below {budget}"
+            )
+    return mistakes
+
+
+def split_main_part(loop_nest: Any, axis: str = "j") -> list[str]:
+    """j split into segments, one of them with a vectorized tile (the main part)."""
+    root = loop_nest.root_node
+    segments = root.splits.get(axis, {})
+    if len(segments) < 2:
+        return [
+            f'axis {axis!r} is not split: split({axis!r}, {{"{axis}0": 0, "{axis}1": '
+            f"N}}) with N the largest multiple of the vector tile, then schedule each "
+            'segment with its own interchange (root="./' + axis + '0")'
+        ]
+    vectorized = [
+        child
+        for child in root.children
+        if child.root in segments and not vector_tile(loop_nest, child, axis=axis)
+    ]
+    if not vectorized:
+        first = next((c for c in root.children if c.root in segments), None)
+        why = vector_tile(loop_nest, first, axis=axis) if first is not None else []
+        return [
+            f"no segment of {axis!r} has a vectorized tile: vectorize the main part"
+            + (f" ({why[0]})" if why else "")
+        ]
+    return []
+
+
+def parallel_outer(loop_nest: Any, parallel_axes: tuple[str, ...] = ("i", "j")) -> list[str]:
+    """The outermost loop runs in parallel, over an axis without a reduction."""
+    root = loop_nest.root_node
+    root_loops = loops(root, loop_axes(loop_nest))
+    if not root.parallelize:
+        return [
+            "no loop is parallelized: parallelize([...]) the outermost loop, over "
+            + " or ".join(repr(a) for a in parallel_axes)
+        ]
+    outer = root_loops[0]
+    if outer.name not in root.parallelize:
+        return [
+            f"the parallel loop is {root.parallelize}, not the outermost loop "
+            f"{outer.name!r}: an inner parallel loop forks and joins the threads once per "
+            "iteration of the loops around it. Parallelize the outermost loop"
+        ]
+    if outer.axis not in parallel_axes:
+        return [f"the outermost loop {outer.name!r} walks {outer.axis!r}, a reduction"]
+    return []
