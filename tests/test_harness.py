@@ -120,3 +120,12 @@ def test_a_kata_failure_shows_its_message_and_the_original_error_below():
     assert text.startswith("04_scheduling › schedule_split(): the fix")
     assert "The original error, from XTC:" in text and "KeyError: 'C/j0'" in text
     assert not keep_traceback, "the harness's own frames are noise to a learner"
+
+
+def test_the_floor_follows_the_reference_only_when_the_machine_is_busy():
+    from xtc_katas.speedups import Speedups, floor_now
+
+    quiet = Speedups(learner=50, reference=112, learner_percent=1, reference_percent=2)
+    assert floor_now(66, quiet) == 66, "on a quiet machine the calibrated floor holds"
+    busy = Speedups(learner=50, reference=56, learner_percent=1, reference_percent=1)
+    assert floor_now(66, busy) == 0.75 * 56, "busy: 3/4 of what the reference reached"

@@ -67,3 +67,11 @@ def test_check_stubs_fails_a_test_that_passes_on_a_stub(repo):
 def test_check_stubs_passes_when_every_kata_test_fails_on_its_stub(repo):
     code, out = pytest_in(repo, "katas/01_peak", "katas/02_graph", "--check-stubs", "-q")
     assert code == 0, out
+
+
+def test_pytest_n_2_runs_the_correctness_tests_and_leaves_perf_out(repo):
+    code, out = pytest_in(repo, "-n", "2", "--solutions", "katas/03_compile", "katas/04_scheduling")
+    assert code == 0, out
+    assert "perf tests do not run under pytest -n" in out
+    assert " passed" in out
+    assert "beats_naive" not in out and "untransformed_loop_nest" not in out, "perf tests ran"

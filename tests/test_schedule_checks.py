@@ -149,3 +149,12 @@ def test_a_split_without_segment_interchanges_names_the_fix_and_keeps_xtc_error(
         check_schedule(sch, "04_scheduling", "schedule_split")
     assert str(info.value).startswith("04_scheduling › schedule_split(): XTC cannot build")
     assert isinstance(info.value.__cause__, KeyError), "XTC's own error stays attached"
+
+
+def test_a_loop_both_parallel_and_unrolled_is_named(sch):
+    # Found by the property test: TVM compiles it, MLIR fails "failed to unroll".
+    sch.strip_mine("j", {"j1": 8})
+    sch.interchange(["i", "j", "k", "j1"])
+    sch.parallelize(["j1"])
+    sch.unroll({"j1": 2})
+    assert any("cannot be both" in m for m in schedule_mistakes(sch))

@@ -25,9 +25,7 @@ from xtc_katas.compiling import Workdir
 from xtc_katas.learner_schedules import apply_schedule, apply_spec, fresh_scheduler
 from xtc_katas.manifest import Kata, find
 from xtc_katas.problems import LARGE, SPLIT, TUTORIAL, Matmul
-from xtc_katas.speedups import cores, measure
-
-HEADROOM = 0.75  # a floor is at most this fraction of the reference's slowest speedup
+from xtc_katas.speedups import HEADROOM, cores, measure
 
 
 class InterchangeOnly:

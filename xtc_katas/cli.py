@@ -1,7 +1,8 @@
-"""`xtc-katas`: the learner's loop on top of pytest (status, run, hint).
+"""`xtc-katas`: the learner's loop on top of pytest.
 
-Progress is never hand-kept: `status` runs pytest on the first kata whose recorded
-results are missing or stale, and reads every result back from pytest's cache.
+status (the default), run, watch, hint, solution, reset, explore, report: each with
+--help. Progress is never hand-kept: `status` runs pytest on the first kata whose
+recorded results are missing or stale, and reads every result back from pytest's cache.
 """
 
 from __future__ import annotations
@@ -9,16 +10,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from xtc_katas import ROOT, progress
+from xtc_katas import ROOT, progress, stubs
 from xtc_katas.manifest import Kata, find, katas
 
 HINT_STATE = progress.cache_file(key="xtc-katas/hints")
+BACKUPS = ROOT / ".xtc-katas" / "backups"
 
 
 @dataclass
@@ -173,6 +178,147 @@ def cmd_hint(args: argparse.Namespace) -> int:
     return 0
 
 
+def status_line(status: KataStatus) -> str:
+    kata = status.kata
+    line = f"[{kata.id}] {status.state}: {status.tasks_passed}/{len(kata.tasks)} tasks passed"
+    if status.first_failure and status.state != "passing":
+        line += f"\n  {status.first_failure.get('message') or 'see: xtc-katas run'}"
+    return line
+
+
+def wait_for_change(folder: Path, manual: bool) -> bool:
+    """Block until a .py file in `folder` is saved (True), or the learner quits (False).
+
+    Built on watchfiles (inotify, or polling where the file system needs it). Where
+    watching fails (no inotify, a read-only or network file system), Enter re-runs.
+    """
+    if not manual:
+        try:
+            from watchfiles import watch
+
+            for _ in watch(
+                folder, watch_filter=lambda _c, path: path.endswith(".py"), raise_interrupt=False
+            ):
+                return True
+            return False  # Ctrl-C
+        except (OSError, RuntimeError) as exc:
+            print(f"watching {folder} failed ({exc}): falling back to Enter", flush=True)
+    print("press Enter to re-run the tests, q then Enter to quit", flush=True)
+    line = sys.stdin.readline()
+    return bool(line) and line.strip().lower() != "q"
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    kata = find(args.kata) if args.kata else _current_kata()
+    extra = [f"--backend={b}" for b in args.backend or []]
+    runs = 0
+    while True:
+        print(f"running the tests of {kata.id} ...", flush=True)
+        pytest_kata(kata, extra)
+        runs += 1
+        status = kata_status(kata, progress.read())
+        print(status_line(status), flush=True)
+        if status.state == "passing" and not args.kata:
+            following = next((k for k in katas() if k.number > kata.number), None)
+            if following is None:
+                print("every kata passes: well done", flush=True)
+                return 0
+            print(f"{kata.id} passes: on to {following.id} (katas/{following.id}/README.md)")
+            kata = following
+            continue
+        if args.max_runs and runs >= args.max_runs:
+            return 0 if status.state == "passing" else 1
+        print(f"watching katas/{kata.id}/ for saved changes (Ctrl-C to stop)", flush=True)
+        if not wait_for_change(kata.folder(), args.manual):
+            return 0
+
+
+def cmd_solution(args: argparse.Namespace) -> int:
+    kata = find(args.kata)
+    status = kata_status(kata, progress.read())
+    if status.state != "passing":
+        if not args.force:
+            print(
+                f"xtc-katas: {kata.id} does not pass yet ({status.state}, "
+                f"{status.tasks_passed}/{len(kata.tasks)} tasks). Its solution is shown once "
+                f"its tests pass: xtc-katas run {kata.number}. Stuck? xtc-katas hint "
+                f"{kata.number}. To look anyway: xtc-katas solution {kata.number} --force",
+                file=sys.stderr,
+            )
+            return 1
+        print(
+            f"warning: {kata.id} does not pass yet. Reading the answer first skips the "
+            "part where you learn it; try the next hint before reading on.\n",
+            file=sys.stderr,
+        )
+    path = kata.solution_path()
+    print(f"# {path.relative_to(ROOT)}\n")
+    print(path.read_text())
+    return 0
+
+
+def original_stub(kata: Kata) -> str | None:
+    """The stub as shipped: its newest committed version whose functions are all stubs.
+
+    Looking for the newest *untouched* version (not just HEAD) keeps a learner's own
+    commits out of it, and picks up stubs updated upstream.
+    """
+    rel = kata.stub_path().relative_to(ROOT).as_posix()
+    log = subprocess.run(
+        ["git", "log", "--format=%H", "--", rel], cwd=ROOT, capture_output=True, text=True
+    )
+    if log.returncode != 0:
+        return None
+    for commit in log.stdout.split():
+        shown = subprocess.run(
+            ["git", "show", f"{commit}:{rel}"], cwd=ROOT, capture_output=True, text=True
+        )
+        if shown.returncode == 0 and stubs.source_is_untouched(kata, shown.stdout):
+            return shown.stdout
+    return None
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    kata = find(args.kata)
+    stub = kata.stub_path()
+    original = original_stub(kata)
+    if original is None:
+        print(
+            f"xtc-katas: cannot find the original {stub.relative_to(ROOT)} in git history "
+            "(reset needs the repository's .git)",
+            file=sys.stderr,
+        )
+        return 1
+    if stub.exists() and stub.read_text() == original:
+        print(f"{stub.relative_to(ROOT)} is already the original stub: nothing to do")
+        return 0
+    BACKUPS.mkdir(parents=True, exist_ok=True)
+    backup = BACKUPS / f"{kata.id}-{stub.stem}-{time.strftime('%Y%m%d-%H%M%S')}.py"
+    if stub.exists():
+        shutil.copy2(stub, backup)
+    stub.write_text(original)
+    print(f"reset {stub.relative_to(ROOT)} to the original stub")
+    if stub.exists():
+        print(f"your version is saved as {backup.relative_to(ROOT)}")
+    return 0
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from xtc_katas import explore
+
+    argv = [args.kata, *[f"--backend={b}" for b in args.backend or []]]
+    argv += ["--num", str(args.num), "--seed", str(args.seed)]
+    if args.solutions:
+        argv.append("--solutions")
+    return explore.main(argv)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from xtc_katas import report
+
+    return report.main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="xtc-katas", description="Learn performance engineering with XTC, kata by kata."
@@ -189,6 +335,36 @@ def build_parser() -> argparse.ArgumentParser:
     hint = sub.add_parser("hint", help="the next hint of a kata, one per call")
     hint.add_argument("kata", nargs="?", help="number, name or id (default: current kata)")
     hint.set_defaults(func=cmd_hint)
+    watch = sub.add_parser(
+        "watch", help="re-run the current kata's tests each time you save a file in it"
+    )
+    watch.add_argument("kata", nargs="?", help="stay on this kata (default: follow progress)")
+    watch.add_argument("--backend", action="append", choices=["mlir", "tvm"])
+    watch.add_argument("--manual", action="store_true", help="no file watching: Enter re-runs")
+    watch.add_argument("--max-runs", type=int, help="stop after this many runs")
+    watch.set_defaults(func=cmd_watch)
+    solution = sub.add_parser("solution", help="the reference solution, once the kata passes")
+    solution.add_argument("kata", help="number, name or id")
+    solution.add_argument("--force", action="store_true", help="show it anyway, after a warning")
+    solution.set_defaults(func=cmd_solution)
+    reset = sub.add_parser("reset", help="restore a kata's stub, keeping a backup of yours")
+    reset.add_argument("kata", help="number, name or id")
+    reset.set_defaults(func=cmd_reset)
+    explore = sub.add_parser(
+        "explore", help="run your search (katas 06, 07): progress bar, top-10 table, plot"
+    )
+    explore.add_argument("kata", help="6 or 7")
+    explore.add_argument("--backend", action="append", choices=["mlir", "tvm"])
+    explore.add_argument("--solutions", action="store_true", help="run the reference search")
+    explore.add_argument("--num", type=int, default=30, help="kata 07: samples to draw")
+    explore.add_argument("--seed", type=int, default=42, help="kata 07: the sampling seed")
+    explore.set_defaults(func=cmd_explore)
+    report = sub.add_parser(
+        "report", help="measure your passing schedules against the references: JSON + PNG"
+    )
+    report.add_argument("--backend", action="append", choices=["mlir", "tvm"])
+    report.add_argument("--out", type=Path, default=ROOT / ".xtc-katas" / "report")
+    report.set_defaults(func=cmd_report)
     return parser
 
 

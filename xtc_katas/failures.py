@@ -8,6 +8,7 @@ comes first and the original traceback stays below it: we never hide an error.
 
 from __future__ import annotations
 
+import re
 import traceback
 from pathlib import Path
 from types import TracebackType
@@ -36,11 +37,31 @@ def _frames(tb: TracebackType | None) -> list[tuple[str, str]]:
     return frames
 
 
-def learner_function(kata: Kata, tb: TracebackType | None) -> str | None:
-    """The innermost function of the kata's module (stub or solution) in the traceback."""
+def learner_function(
+    kata: Kata, tb: TracebackType | None, exc: BaseException | None = None
+) -> str | None:
+    """The innermost function of the kata's module (stub or solution) in the traceback.
+
+    An exception raised in a child process (isolation.py) arrives without its frames; the
+    child's traceback is then in its notes, as text.
+    """
     module_files = {str(kata.stub_path()), str(kata.solution_path())}
     names = [name for file, name in _frames(tb) if file in module_files]
+    for note in getattr(exc, "__notes__", []):
+        for file, name in re.findall(r'File "([^"]+)", line \d+, in (\w+)', note):
+            if file in module_files:
+                names.append(name)
     return names[-1] if names else None
+
+
+def _raised_by(tb: TracebackType | None, exc: BaseException) -> str | None:
+    """The function that raised: the innermost frame, or the child's, from its notes."""
+    for note in reversed(getattr(exc, "__notes__", [])):
+        found = re.findall(r'File "[^"]+", line \d+, in (\w+)', note)
+        if found:
+            return found[-1]
+    frames = _frames(tb)
+    return frames[-1][1] if frames else None
 
 
 def _raised_in_xtc(tb: TracebackType | None) -> bool:
@@ -73,15 +94,19 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> tuple[
     if isinstance(exc, StubNotImplemented):
         return not_implemented(kata, exc.function), False
     if isinstance(exc, KataFailure):
+        message = str(exc) if str(exc).startswith(kata.id) else f"{kata.id}: {exc}"
+        notes = "\n".join(getattr(exc, "__notes__", []))
+        if notes:
+            message += f"\n\n{notes}"
         cause = exc.__cause__
         if cause is None:
-            return str(exc), False
+            return message, False
         original = "".join(traceback.format_exception(cause)).rstrip()
-        return f"{exc}\n\nThe original error, from XTC:\n{original}", False
-    function = learner_function(kata, tb)
+        return f"{message}\n\nThe original error, from XTC:\n{original}", False
+    function = learner_function(kata, tb, exc)
     if function is None:
         return None
-    if isinstance(exc, NotImplementedError) and _frames(tb)[-1][1] == function:
+    if isinstance(exc, NotImplementedError) and _raised_by(tb, exc) == function:
         return not_implemented(kata, function), False
     if _raised_in_xtc(tb):
         return (

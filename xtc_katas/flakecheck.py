@@ -89,19 +89,25 @@ def main(argv: list[str] | None = None) -> int:
         if hog:
             hog.terminate()
     failures = 0
-    print("\n| test | runs | failures | speedup min–max | floor | margin (min/floor) |")
+    print("\n| test | runs | failures | speedup min–max | floor | margin (min of speedup/floor) |")
     print("|---|---|---|---|---|---|")
     for name, results in sorted(seen.items()):
         failed = sum(r["failed"] for r in results)
         failures += failed
+        for r in results:  # kata 08 measures against numpy, not naive
+            if "speedup_vs_numpy" in r:
+                r["speedup"] = r["speedup_vs_numpy"]
         speedups = [r["speedup"] for r in results if "speedup" in r]
         floor = next((r["floor"] for r in results if "floor" in r), None)
         if not speedups or floor is None:
             print(f"| {name} | {len(results)} | {failed} | - | - | - |")
             continue
+        margins = [
+            r["speedup"] / r.get("floor_applied", r["floor"]) for r in results if "speedup" in r
+        ]
         print(
             f"| {name.split('::')[-1]} | {len(results)} | {failed} | "
-            f"{min(speedups):.1f}–{max(speedups):.1f} | {floor:g} | {min(speedups) / floor:.2f} |"
+            f"{min(speedups):.1f}–{max(speedups):.1f} | {floor:g} | {min(margins):.2f} |"
         )
     print(f"\n{failures} failures in {args.runs} runs" + (" with a CPU hog" if hog else ""))
     return 1 if failures else 0

@@ -47,6 +47,23 @@ def apply_spec(
     kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
 ) -> tuple[Any, Any]:
     """Apply the dict `module.function()` returns with descript_scheduler; check the result."""
+    spec = getattr(module, function)()
+    if not isinstance(spec, dict):
+        raise ScheduleMistake(
+            f"{kata.id} › {function}() returned a {type(spec).__name__}, not a dict: return "
+            'the spec itself, e.g. {"i": {}, "k": {}, "j": {}, "j#16": {"vectorize": True}}'
+        )
+    return schedule_spec(kata, spec, f"{function}()", backend, problem)
+
+
+def schedule_spec(
+    kata: Kata, spec: dict, label: str, backend: KataBackend, problem: Matmul
+) -> tuple[Any, Any]:
+    """descript_scheduler on a fresh scheduler, then the schedule checks.
+
+    `label` says where the spec came from in messages: "split_spec()", or
+    "candidate_specs() › '4x16 tile'".
+    """
     from xtc.schedules.descript import descript_scheduler
     from xtc.schedules.exceptions import (
         ScheduleInterpretError,
@@ -54,21 +71,15 @@ def apply_spec(
         ScheduleValidationError,
     )
 
-    spec = getattr(module, function)()
-    if not isinstance(spec, dict):
-        raise ScheduleMistake(
-            f"{kata.id} › {function}() returned a {type(spec).__name__}, not a dict: return "
-            'the spec itself, e.g. {"i": {}, "k": {}, "j": {}, "j#16": {"vectorize": True}}'
-        )
     impl, scheduler = fresh_scheduler(backend, problem)
     try:
         descript_scheduler(scheduler=scheduler, node_name="C", abstract_dims=DIMS, spec=spec)
     except (ScheduleParseError, ScheduleInterpretError, ScheduleValidationError) as exc:
         raise ScheduleMistake(
-            f"{kata.id} › {function}(): descript_scheduler rejected the spec with "
+            f"{kata.id} › {label}: descript_scheduler rejected the spec with "
             f"{type(exc).__name__}: {exc}\n  the spec: {spec!r}\n  Keys are loops, outer to "
             'inner: an axis ("i"), a tile ("j#16"), a split segment ("j[0:32]") holding its '
             "own nested spec"
         ) from exc
-    check_schedule(scheduler, kata.id, function)
+    check_schedule(scheduler, kata.id, label)
     return impl, scheduler

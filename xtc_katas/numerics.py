@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from xtc_katas.isolation import run_isolated
 from xtc_katas.problems import Matmul
 
 
@@ -34,8 +35,12 @@ def check_arrays(arrays: list[np.ndarray], shapes: list[tuple[int, ...]], dtype:
 
 
 def run(module: Any, problem: Matmul, inputs: list[np.ndarray]) -> np.ndarray:
-    """Run the kernel once on checked inputs; return its output."""
+    """Run the kernel once on checked inputs, in a child process; return its output."""
     check_arrays(inputs, problem.input_shapes, problem.dtype)
+    return run_isolated(_run_once, module, problem, inputs)
+
+
+def _run_once(module: Any, problem: Matmul, inputs: list[np.ndarray]) -> np.ndarray:
     out = np.full(problem.output_shape, np.nan, dtype=problem.dtype)
     evaluator = module.get_evaluator(
         parameters=(inputs, [out]), repeat=1, number=1, min_repeat_ms=0, validate=False

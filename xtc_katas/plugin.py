@@ -55,6 +55,26 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ProgressRecorder(config), "xtc-katas-progress")
 
 
+def _parallel_run(config: pytest.Config) -> bool:
+    """Under pytest-xdist (-n N): in the controller and in every worker."""
+    return bool(getattr(config.option, "numprocesses", None)) or hasattr(config, "workerinput")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest -n, leave out the perf tests, and say so in the summary.
+
+    A perf test times kernels side by side; with another worker compiling and running
+    on the other core, its figures would measure the neighbour, not the schedule. They
+    run serially: `pytest -m perf` (without -n).
+    """
+    if not _parallel_run(config):
+        return
+    perf = [item for item in items if item.get_closest_marker("perf")]
+    if perf:
+        items[:] = [item for item in items if not item.get_closest_marker("perf")]
+        config.hook.pytest_deselected(items=perf)
+
+
 def selected_backends(config: pytest.Config) -> list[str]:
     chosen = config.getoption("--backend") or []
     if not chosen and os.environ.get(BACKEND_ENV):
@@ -256,6 +276,13 @@ def _first_line(report: pytest.TestReport) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    config = terminalreporter.config
+    if _parallel_run(config):  # the controller: its workers left the perf tests out
+        terminalreporter.section("performance tests left out")
+        terminalreporter.write_line(
+            "perf tests do not run under pytest -n: another worker shares the cores, so "
+            "side-by-side timings would measure it. Run them serially: pytest -m perf"
+        )
     lines = []
     for reports in terminalreporter.stats.values():
         for report in reports:

@@ -118,3 +118,7 @@ TUTORIAL = Matmul(4, 32, 512)
 SPLIT = Matmul(4, 36, 512)
 #: Enough work per call (~17 M FMAs, ~0.15 ms tuned) for two threads to pay for themselves.
 LARGE = Matmul(128, 256, 512)
+#: The tutorial's strategy problem (section 7): 2 M FMAs, a space worth searching.
+STRATEGY = Matmul(64, 128, 256)
+#: The tutorial's final challenge: 1 G FMAs, where numpy/OpenBLAS is the yardstick.
+CHALLENGE = Matmul(1024, 1024, 1024)

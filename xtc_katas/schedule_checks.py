@@ -67,6 +67,14 @@ def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str] = ("k",)) ->
                 f"({node.interchange[-1]!r}) can be vectorized; put the vector tile last "
                 "in the interchange"
             )
+        for name in node.parallelize:
+            for other in ("unroll", "vectorize"):
+                if name in getattr(node, other):
+                    mistakes.append(
+                        f"parallelize({name!r}) and {other}({name!r}){where}: one loop cannot "
+                        f"be both (MLIR fails to compile it): parallelize an outer loop and "
+                        f"{other} an inner one"
+                    )
         for kind, consequence in RACES.items():
             for name in getattr(node, kind):
                 if axes.get(name) in reductions:
@@ -88,11 +96,15 @@ def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str] = ("k",)) ->
 def check_schedule(
     scheduler: Any, kata: str, function: str, reduction_axes: Iterable[str] = ("k",)
 ) -> None:
-    """Raise ScheduleMistake naming the kata, the function and each mistake."""
+    """Raise ScheduleMistake naming the kata, the function and each mistake.
+
+    `function` is a name ("schedule_split") or a fuller label ("candidate_specs() › 'x'").
+    """
+    label = function if "(" in function else f"{function}()"
     try:
         mistakes = schedule_mistakes(scheduler, reduction_axes)
     except ScheduleMistake as exc:
-        raise ScheduleMistake(f"{kata} › {function}(): {exc}") from exc.__cause__
+        raise ScheduleMistake(f"{kata} › {label}: {exc}") from exc.__cause__
     if mistakes:
         listed = "\n".join(f"  - {m}" for m in mistakes)
-        raise ScheduleMistake(f"{kata} › {function}(): the schedule has mistakes:\n{listed}")
+        raise ScheduleMistake(f"{kata} › {label}: the schedule has mistakes:\n{listed}")

@@ -31,8 +31,16 @@ class StubNotImplemented(NotImplementedError):
 def is_untouched_stub(function: Callable[..., Any]) -> bool:
     try:
         source = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return False
+    return _is_stub_source(source)
+
+
+def _is_stub_source(source: str) -> bool:
+    """A function definition whose body is a docstring and `raise NotImplementedError`."""
+    try:
         (node,) = ast.parse(source).body
-    except (OSError, TypeError, SyntaxError, ValueError):
+    except (SyntaxError, ValueError):
         return False
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return False
@@ -44,6 +52,23 @@ def is_untouched_stub(function: Callable[..., Any]) -> bool:
     exc = body[0].exc
     target = exc.func if isinstance(exc, ast.Call) else exc
     return isinstance(target, ast.Name) and target.id == "NotImplementedError"
+
+
+def source_is_untouched(kata: Kata, source: str) -> bool:
+    """Whether a version of the stub module's source has every task function untouched."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    functions = {
+        node.name: ast.get_source_segment(source, node)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
+    return all(
+        task.function in functions and _is_stub_source(functions[task.function] or "")
+        for task in kata.tasks
+    )
 
 
 def functions_checked_by(kata: Kata, test_name: str) -> list[str]:

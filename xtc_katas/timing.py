@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from xtc_katas.isolation import run_isolated
 from xtc_katas.numerics import check_arrays
 from xtc_katas.problems import Matmul
 
@@ -40,9 +41,32 @@ def time_side_by_side(
     repeat: int = REPEAT,
     min_repeat_ms: int = MIN_REPEAT_MS,
 ) -> Timings:
-    """Time every module on the same inputs, interleaved, `rounds` times; keep the minima."""
+    """Time every module on the same inputs, interleaved, `rounds` times; keep the minima.
+
+    The kernels run in one child process (isolation.py): a crash fails the test only.
+    """
     inputs = problem.inputs("random", seed=0)
     check_arrays(inputs, problem.input_shapes, problem.dtype)
+    return run_isolated(
+        _time_interleaved,
+        modules,
+        problem,
+        inputs,
+        rounds,
+        repeat,
+        min_repeat_ms,
+        what="a kernel timed side by side",
+    )
+
+
+def _time_interleaved(
+    modules: dict[str, Any],
+    problem: Matmul,
+    inputs: list[np.ndarray],
+    rounds: int,
+    repeat: int,
+    min_repeat_ms: int,
+) -> Timings:
     evaluators = {
         name: module.get_evaluator(
             parameters=(inputs, [np.zeros(problem.output_shape, dtype=problem.dtype)]),

@@ -1,0 +1,170 @@
+"""Tests of kata 06, on both backends. Each test's name contains the function it checks.
+
+`explore` is run twice per backend, and each run is cached for the tests that read it:
+- on a harness-made list (a naive spec, a broken spec, a vectorized and a register-tiled
+  spec), to check the contract, laziness, robustness and honesty;
+- on your `candidate_specs()`, whose best candidate the harness then times side by side
+  with the naive schedule against this kata's floor.
+"""
+
+import pytest
+
+from xtc_katas import loop_nests, numerics, search_checks
+from xtc_katas.isolation import SEARCH_TIME_LIMIT_S, run_isolated
+from xtc_katas.learner_schedules import fresh_scheduler, schedule_spec
+from xtc_katas.problems import TUTORIAL
+from xtc_katas.timing import percent_of_peak, time_side_by_side
+
+HARNESS_SPECS = [
+    ("naive i,j,k", {"i": {}, "j": {}, "k": {}}),
+    ("broken: no axis x", {"x": {}, "j": {}, "k": {}}),
+    ("i,k,j j#16", {"i": {}, "k": {}, "j": {}, "j#16": {"vectorize": True}}),
+    (
+        "4x16 tile",
+        {"i": {}, "j": {}, "k": {}, "i#4": {"unroll": True}, "j#16": {"vectorize": True}},
+    ),
+]
+BROKEN = 1
+
+
+@pytest.fixture(scope="module")
+def searches():
+    """Each search run once per (backend, spec list), shared by the tests that read it."""
+    return {}
+
+
+def search(searches, kata, backend, peak, specs, key):
+    if (backend.name, key) not in searches:
+        counter = search_checks.CompileCounter(backend.Backend)
+        generator = kata.explore(TUTORIAL.graph(), counter.Backend, specs, peak())
+        # In a child process: a crashing candidate fails these tests, not the session.
+        searches[backend.name, key] = run_isolated(
+            search_checks.take_all,
+            generator,
+            counter,
+            "06_explore › explore()",
+            what="a kernel of your search",
+            time_limit_s=SEARCH_TIME_LIMIT_S,
+        )
+    return searches[backend.name, key]
+
+
+@pytest.fixture
+def harness_run(searches, kata, backend, peak, workdir):
+    """The harness-list search, run on first call inside a test (so a stub fails the test)."""
+    return lambda: search(searches, kata, backend, peak, HARNESS_SPECS, "harness")
+
+
+def compiled(kata_entry, spec, label, backend, workdir, stem):
+    impl, scheduler = schedule_spec(kata_entry, spec, label, backend, TUTORIAL)
+    return workdir.compile(impl, scheduler.schedule(), stem=stem), scheduler
+
+
+def names(specs):
+    return [name for name, _ in specs]
+
+
+# --- candidate_specs --------------------------------------------------------------------
+
+
+def test_candidate_specs_are_at_most_32_named_valid_specs(kata, kata_entry, backend):
+    specs = kata.candidate_specs()
+    assert isinstance(specs, list) and specs, "candidate_specs() returns a non-empty list"
+    assert len(specs) <= 32, f"{len(specs)} candidates: keep the search to 32 at most"
+    for n, entry in enumerate(specs):
+        assert isinstance(entry, tuple) and len(entry) == 2, (
+            f"candidate {n} is {entry!r}: each candidate is a (name, spec) tuple"
+        )
+        assert isinstance(entry[0], str) and isinstance(entry[1], dict), (
+            f"candidate {n}: the name is a str and the spec a dict"
+        )
+    duplicates = {name for name in names(specs) if names(specs).count(name) > 1}
+    assert not duplicates, f"names must be unique to read the results: {sorted(duplicates)}"
+
+
+def test_candidate_specs_all_schedule_cleanly(kata, kata_entry, backend):
+    # Each candidate goes through descript_scheduler and the schedule checks: a search
+    # space of broken specs wastes the search's time and hides its results.
+    for name, spec in kata.candidate_specs():
+        schedule_spec(kata_entry, spec, f"candidate_specs() › {name!r}", backend, TUTORIAL)
+
+
+@pytest.mark.perf
+def test_candidate_specs_best_found_by_explore_beats_naive(
+    searches, kata, kata_entry, backend, peak, workdir, record_perf
+):
+    specs = kata.candidate_specs()
+    run = search(searches, kata, backend, peak, specs, "learner")
+    search_checks.require(
+        search_checks.contract_mistakes(run, names(specs), "spec"), "06_explore › explore()"
+    )
+    best = max(range(len(specs)), key=lambda n: run.items[n][3])
+    best_name, best_spec = specs[best]
+    label = f"candidate_specs() › {best_name!r}"
+    learner, scheduler = compiled(kata_entry, best_spec, label, backend, workdir, "best")
+    numerics.assert_computes(learner, TUTORIAL, backend.name)
+    impl, naive_scheduler = fresh_scheduler(backend, TUTORIAL)
+    naive = workdir.compile(impl, naive_scheduler.schedule(), stem="naive")
+    timings = time_side_by_side({"best": learner, "naive": naive}, TUTORIAL)
+    speedup = timings.speedup("best", "naive")
+    percent = percent_of_peak(TUTORIAL.fmas, timings.best["best"], peak())
+    floor = kata_entry.floor("candidate_specs", backend.name)
+    record_perf(speedup=speedup, percent_of_peak=percent, best=best_name, floor=floor)
+    nest = scheduler.get_loop_nest()
+    why = loop_nests.register_tile(nest)
+    assert speedup >= floor, (
+        f"06_explore › candidate_specs(): the best candidate, {best_name!r}, runs "
+        f"{speedup:.1f}x naive on {backend} ({percent:.1f}% of peak), below the floor of "
+        f"{floor:g}x. Widen the search: "
+        + ("; ".join(why) if why else "try other tile sizes and loop orders")
+    )
+
+
+# --- explore ----------------------------------------------------------------------------
+
+
+def test_explore_yields_index_total_name_and_percent(kata, harness_run):
+    search_checks.require(
+        search_checks.contract_mistakes(harness_run(), names(HARNESS_SPECS), "spec"),
+        "06_explore › explore()",
+    )
+
+
+def test_explore_compiles_one_candidate_per_item(kata, harness_run):
+    search_checks.require(search_checks.laziness_mistakes(harness_run()), "06_explore › explore()")
+
+
+def test_explore_scores_a_broken_spec_zero_and_goes_on(kata, harness_run):
+    items = harness_run().items
+    assert len(items) == len(HARNESS_SPECS), (
+        f"06_explore › explore(): the search stopped after {len(items)} of "
+        f"{len(HARNESS_SPECS)} specs; catch the broken spec's error, yield 0.0, go on"
+    )
+    assert items[BROKEN][3] == 0.0, (
+        f"06_explore › explore(): the broken spec scored {items[BROKEN][3]!r}, not 0.0"
+    )
+    good = [item for n, item in enumerate(items) if n != BROKEN]
+    assert all(item[3] > 0 for item in good), (
+        f"06_explore › explore(): valid specs scored {[i[3] for i in good]}: measure them"
+    )
+
+
+@pytest.mark.perf
+def test_explore_reports_what_the_harness_measures(
+    kata, kata_entry, backend, harness_run, peak, workdir, record_perf
+):
+    reported = {item[2]: item[3] for item in harness_run().items}
+    modules = {
+        name: compiled(kata_entry, spec, name, backend, workdir, f"spec{n}")[0]
+        for n, (name, spec) in enumerate(HARNESS_SPECS)
+        if n != BROKEN
+    }
+    timings = time_side_by_side(modules, TUTORIAL, rounds=3)
+    mistakes = []
+    for name, seconds in timings.best.items():
+        measured = percent_of_peak(TUTORIAL.fmas, seconds, peak())
+        mistake = search_checks.honesty_mistake(reported.get(name, 0.0), measured, name)
+        if mistake:
+            mistakes.append(mistake)
+    record_perf(reported={k: round(v, 1) for k, v in reported.items()})
+    search_checks.require(mistakes, "06_explore › explore()")

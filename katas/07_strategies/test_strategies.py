@@ -1,0 +1,186 @@
+"""Tests of kata 07, on both backends. Each test's name contains the function it checks.
+
+`explore_strategy` runs twice per backend, each run cached for the tests that read it:
+- with a harness strategy (Strategy_OO, 3 samples of seed 0) into which the harness slips
+  an invalid sample, to check the contract, laziness, robustness and honesty;
+- with your `make_strategy(graph)`, 30 samples of seed 42: its best sample is then timed
+  side by side with the naive schedule against this kata's floor.
+"""
+
+import pytest
+
+from xtc_katas import numerics, search_checks
+from xtc_katas.isolation import SEARCH_TIME_LIMIT_S, run_isolated
+from xtc_katas.learner_schedules import fresh_scheduler
+from xtc_katas.problems import STRATEGY
+from xtc_katas.timing import percent_of_peak, time_side_by_side
+
+NUM, SEED = 30, 42  # the quality run: the tutorial's 30 samples of seed 42
+INVALID_AT = 1
+
+
+class WithInvalidSample:
+    """A strategy whose samples include one that `generate` cannot apply.
+
+    The generator under test must score it 0.0 and go on. Every other call goes to the
+    wrapped strategy.
+    """
+
+    def __init__(self, strategy):
+        self._strategy = strategy
+
+    def sample(self, num, seed):
+        samples = [list(s) for s in self._strategy.sample(num - 1, seed)]
+        samples.insert(INVALID_AT, [-1] * len(samples[0]))  # negative tile sizes
+        return iter(samples)
+
+    def generate(self, scheduler, sample):
+        if any(value < 0 for value in sample):
+            raise ValueError(f"invalid sample {sample}: negative sizes")
+        return self._strategy.generate(scheduler, sample)
+
+    def __getattr__(self, name):
+        return getattr(self._strategy, name)
+
+
+def harness_strategy(graph):
+    from xtc.search.strategies import Strategy_OO
+
+    return WithInvalidSample(Strategy_OO(graph, vec_size=16, max_unroll=64))
+
+
+@pytest.fixture(scope="module")
+def searches():
+    """Each search run once per (backend, kind), shared by the tests that read it."""
+    return {}
+
+
+def search(searches, kata, backend, peak, strategy, num, seed, key):
+    if (backend.name, key) not in searches:
+        counter = search_checks.CompileCounter(backend.Backend)
+        generator = kata.explore_strategy(
+            STRATEGY.graph(), counter.Backend, strategy, num, seed, peak()
+        )
+        # In a child process: a crashing sample fails these tests, not the session.
+        run = run_isolated(
+            search_checks.take_all,
+            generator,
+            counter,
+            WHERE,
+            what="a kernel of your search",
+            time_limit_s=SEARCH_TIME_LIMIT_S,
+        )
+        searches[backend.name, key] = (strategy, run)
+    return searches[backend.name, key]
+
+
+@pytest.fixture
+def harness_run(searches, kata, backend, peak, workdir):
+    """The harness-strategy search, run on first call inside a test (so a stub fails it)."""
+    strategy = harness_strategy(STRATEGY.graph())
+    return lambda: search(searches, kata, backend, peak, strategy, 4, 0, "harness")
+
+
+def compile_sample(strategy, sample, backend, workdir, stem):
+    impl, scheduler = fresh_scheduler(backend, STRATEGY)
+    strategy.generate(scheduler, sample)
+    return workdir.compile(impl, scheduler.schedule(), stem=stem)
+
+
+WHERE = "07_strategies › explore_strategy()"
+
+
+# --- make_strategy ----------------------------------------------------------------------
+
+
+def test_make_strategy_returns_an_xtc_strategy(kata):
+    from xtc.search.strategies import BaseStrategy
+
+    strategy = kata.make_strategy(STRATEGY.graph())
+    assert isinstance(strategy, BaseStrategy), (
+        f"07_strategies › make_strategy() returned a {type(strategy).__name__}: return an "
+        "instance of a class of xtc.search.strategies, e.g. Strategy_OO(graph, vec_size=16)"
+    )
+    samples = list(strategy.sample(NUM, SEED))
+    assert samples, "07_strategies › make_strategy(): its space has no sample at all"
+
+
+@pytest.mark.perf
+def test_make_strategy_best_of_30_samples_beats_naive(
+    searches, kata, kata_entry, backend, peak, workdir, record_perf
+):
+    graph = STRATEGY.graph()
+    strategy = kata.make_strategy(graph)
+    _, run = search(searches, kata, backend, peak, strategy, NUM, SEED, "learner")
+    samples = [list(s) for s in strategy.sample(NUM, SEED)]
+    search_checks.require(search_checks.contract_mistakes(run, samples, "sample"), WHERE)
+    best = max(range(len(samples)), key=lambda n: run.items[n][3])
+    learner = compile_sample(strategy, samples[best], backend, workdir, "best")
+    numerics.assert_computes(learner, STRATEGY, backend.name)
+    impl, scheduler = fresh_scheduler(backend, STRATEGY)
+    naive = workdir.compile(impl, scheduler.schedule(), stem="naive")
+    timings = time_side_by_side({"best": learner, "naive": naive}, STRATEGY, rounds=3)
+    speedup = timings.speedup("best", "naive")
+    percent = percent_of_peak(STRATEGY.fmas, timings.best["best"], peak())
+    floor = kata_entry.floor("make_strategy", backend.name)
+    record_perf(
+        speedup=speedup,
+        percent_of_peak=percent,
+        strategy=type(strategy).__name__,
+        best=str(samples[best]),
+        floor=floor,
+    )
+    assert speedup >= floor, (
+        f"07_strategies › make_strategy(): the best of {NUM} samples (seed {SEED}) of "
+        f"{type(strategy).__name__}, {samples[best]}, runs {speedup:.1f}x naive on {backend} "
+        f"({percent:.1f}% of peak), below the floor of {floor:g}x. Pick a strategy whose "
+        "samples are vectorized (the v and vr variants), give it this machine's vec_size, "
+        "or compare strategies with `python -m xtc_katas.explore 7`"
+    )
+
+
+# --- explore_strategy ------------------------------------------------------------------
+
+
+def test_explore_strategy_yields_exactly_the_drawn_samples_in_order(kata, harness_run):
+    strategy, run = harness_run()
+    samples = list(strategy.sample(4, 0))
+    search_checks.require(search_checks.contract_mistakes(run, samples, "sample"), WHERE)
+
+
+def test_explore_strategy_compiles_one_sample_per_item(kata, harness_run):
+    search_checks.require(search_checks.laziness_mistakes(harness_run()[1]), WHERE)
+
+
+def test_explore_strategy_scores_an_invalid_sample_zero_and_goes_on(kata, harness_run):
+    items = harness_run()[1].items
+    assert len(items) == 4, (
+        f"{WHERE}: the search stopped after {len(items)} of 4 samples; catch the invalid "
+        "sample's error, yield 0.0, go on"
+    )
+    assert items[INVALID_AT][3] == 0.0, f"{WHERE}: the invalid sample scored {items[1][3]!r}"
+    valid = [item[3] for n, item in enumerate(items) if n != INVALID_AT]
+    assert all(p > 0 for p in valid), f"{WHERE}: valid samples scored {valid}: measure them"
+
+
+@pytest.mark.perf
+def test_explore_strategy_reports_what_the_harness_measures(
+    kata, backend, harness_run, peak, workdir, record_perf
+):
+    strategy, run = harness_run()
+    samples = [list(s) for s in strategy.sample(4, 0)]
+    modules = {
+        str(sample): compile_sample(strategy, sample, backend, workdir, f"s{n}")
+        for n, sample in enumerate(samples)
+        if n != INVALID_AT
+    }
+    timings = time_side_by_side(modules, STRATEGY, rounds=3)
+    reported = {str(list(item[2])): item[3] for item in run.items}
+    mistakes = []
+    for name, seconds in timings.best.items():
+        measured = percent_of_peak(STRATEGY.fmas, seconds, peak())
+        mistake = search_checks.honesty_mistake(reported.get(name, 0.0), measured, name)
+        if mistake:
+            mistakes.append(mistake)
+    record_perf(reported={k: round(v, 1) for k, v in reported.items()})
+    search_checks.require(mistakes, WHERE)

@@ -1,0 +1,22 @@
+"""Kata 08: the tutorial's final challenge, a 1024x1024x1024 float32 matmul vs numpy.
+
+`schedule_large(sch, threads)` receives a fresh scheduler of the 1024^3 problem (loops
+i, j, k, node "C") and applies your schedule for `threads` threads: imperative
+primitives (kata 04), a descript spec (kata 05):
+
+    from xtc.schedules.descript import descript_scheduler
+    descript_scheduler(scheduler=sch, node_name="C", abstract_dims=["i", "j", "k"], spec=...)
+
+or a strategy's `generate(sch, sample)` with a sample you chose (kata 07). The tests run
+it on both backends, with 1 and 2 threads, side by side with numpy on as many threads.
+
+Read README.md in this folder first (start with TVM: packing works on TVM only in XTC
+0.3.2), then run: pytest katas/08_large_matmul --backend tvm
+"""
+
+from typing import Any
+
+
+def schedule_large(sch: Any, threads: int) -> None:
+    """Schedule the 1024^3 matmul for `threads` threads (parallelize only when threads > 1)."""
+    raise NotImplementedError

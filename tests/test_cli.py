@@ -1,0 +1,162 @@
+"""`xtc-katas`, end to end: each subcommand in a subprocess on a temporary copy of the repo."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from xtc_katas.manifest import find, katas
+from xtc_katas.selfcheck import copy_repository
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return copy_repository(tmp_path)
+
+
+def learner_env():
+    # A learner's environment: not the --solutions run this suite may be part of.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
+    env["XTC_KATAS_PEAK_GFMAS"] = "50"  # the CLI tests check behaviour, not the peak
+    return env
+
+
+def cli(repo, *args, timeout=600, stdin=None):
+    result = subprocess.run(
+        [sys.executable, "-m", "xtc_katas", *args],
+        cwd=repo,
+        env=learner_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=stdin,
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
+def solve(repo, number):
+    kata = find(number)
+    kata.stub_path(repo).write_text(kata.solution_path(repo).read_text())
+
+
+def git(repo, *args):
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.mark.parametrize(
+    "command", ["status", "run", "watch", "hint", "solution", "reset", "explore", "report"]
+)
+def test_every_subcommand_has_help(repo, command):
+    code, out = cli(repo, command, "--help")
+    assert code == 0 and "usage: xtc-katas" in out
+
+
+def test_status_on_a_fresh_copy_shows_every_kata_and_the_first_step(repo):
+    code, out = cli(repo)
+    assert code == 0
+    for kata in katas():
+        assert kata.id in out
+    assert f"0 of {len(katas())} katas passing." in out
+    assert "Next: 01_peak" in out and "not implemented yet" in out
+
+
+def test_a_solved_kata_passes_and_unlocks_its_solution_an_unsolved_one_does_not(repo):
+    solve(repo, 1)
+    code, out = cli(repo, "run", "1")
+    assert code == 0 and "01_peak: passing, 3/3 tasks passed" in out
+    code, out = cli(repo, "status", "--no-run")
+    assert "1 of" in out and "Next: 02_graph" in out
+    code, out = cli(repo, "solution", "1")
+    assert code == 0 and "def measure_peak" in out and "raise NotImplementedError" not in out
+    code, out = cli(repo, "solution", "2")
+    assert code == 1 and "does not pass yet" in out and "def matmul_graph" not in out
+    code, out = cli(repo, "solution", "2", "--force")
+    assert code == 0 and "warning:" in out and "def matmul_graph" in out
+
+
+def test_hints_come_one_at_a_time_in_order(repo):
+    hints = find(2).hints()
+    for n, hint in enumerate(hints[:3], 1):
+        code, out = cli(repo, "hint", "2")
+        assert code == 0 and f"hint {n}/{len(hints)}: {hint}" in out
+
+
+def test_reset_restores_the_stub_and_keeps_a_named_backup(repo):
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "as shipped")
+    kata = find(3)
+    original = kata.stub_path(repo).read_text()
+    solve(repo, 3)
+    git(repo, "commit", "-qam", "the learner commits their work")  # not the original
+    mine = kata.stub_path(repo).read_text()
+    code, out = cli(repo, "reset", "3")
+    assert code == 0, out
+    assert kata.stub_path(repo).read_text() == original
+    backup = next(line.split(" saved as ")[1] for line in out.splitlines() if "saved as" in line)
+    assert (repo / backup).read_text() == mine
+    code, out = cli(repo, "reset", "3")
+    assert code == 0 and "already the original stub" in out
+
+
+def test_watch_reruns_when_the_learner_saves(repo):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xtc_katas", "watch", "1", "--max-runs", "2"],
+        cwd=repo,
+        env=learner_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("watching katas/01_peak/"):
+                time.sleep(0.5)  # let the watcher start
+                solve(repo, 1)  # the learner saves a correct file
+        process.wait(timeout=300)
+    finally:
+        process.kill()
+    out = "".join(lines)
+    assert out.count("running the tests of 01_peak") == 2, out
+    assert "[01_peak] not started" in out and "[01_peak] passing: 3/3 tasks passed" in out
+    assert process.returncode == 0
+
+
+def test_watch_falls_back_to_enter_when_asked(repo):
+    code, out = cli(repo, "watch", "1", "--manual", "--max-runs", "2", stdin="\n")
+    assert code == 1, "the kata still fails after both runs"
+    assert out.count("running the tests of 01_peak") == 2
+    assert "press Enter to re-run" in out
+
+
+def test_explore_shows_the_search_a_table_and_a_plot(repo):
+    code, out = cli(repo, "explore", "6", "--backend", "mlir", "--solutions")
+    assert code == 0, out
+    assert "naive" in out and "| rank | candidate | % of peak |" in out
+    plot = next(line.split("plot: ")[1] for line in out.splitlines() if line.startswith("plot: "))
+    assert plot.endswith(".png") and os.path.getsize(plot) > 1000
+
+
+def test_report_measures_a_passing_kata_against_the_reference(repo):
+    solve(repo, 4)
+    code, out = cli(repo, "run", "4", "--backend", "mlir", "-m", "not perf")
+    assert code == 0, out
+    code, out = cli(repo, "report", "--backend", "mlir")
+    assert code == 0, out
+    assert "wrote " in out and "report.json" in out and "report.png" in out
+    import json
+
+    report = json.loads((repo / ".xtc-katas" / "report" / "report.json").read_text())
+    tasks = {row["task"] for row in report["rows"]}
+    assert tasks == {t.function for t in find(4).tasks}
+    for row in report["rows"]:
+        assert row["yours"] > 1 and row["reference"] > 1

@@ -1,0 +1,111 @@
+"""Kernels run in a child process: a crash or a hang fails one test, never the session."""
+
+import ctypes
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from xtc_katas import isolation, numerics, progress
+from xtc_katas.manifest import find
+from xtc_katas.problems import TUTORIAL
+from xtc_katas.selfcheck import copy_repository
+
+
+class CrashingModule:
+    """A compiled module whose kernel does what a broken schedule's kernel can do."""
+
+    def __init__(self, how):
+        self.how = how
+
+    def get_evaluator(self, **kwargs):
+        return self
+
+    def evaluate(self):
+        if self.how == "segfault":
+            ctypes.string_at(0)  # reads address 0: SIGSEGV
+        if self.how == "abort":
+            os.abort()
+        if self.how == "hang":
+            time.sleep(60)
+        return [1e-3], 0, ""
+
+
+@pytest.mark.parametrize("how, signal_name", [("segfault", "SIGSEGV"), ("abort", "SIGABRT")])
+def test_a_crashing_kernel_fails_with_the_signal_and_the_process_lives(how, signal_name):
+    inputs = TUTORIAL.inputs()
+    with pytest.raises(isolation.KernelCrashed, match=rf"crashed \({signal_name}\)"):
+        numerics.run(CrashingModule(how), TUTORIAL, inputs)
+    assert numerics.check_arrays(inputs, TUTORIAL.input_shapes, TUTORIAL.dtype) is None
+
+
+def test_a_hanging_kernel_is_stopped_with_the_likely_cause():
+    start = time.perf_counter()
+    with pytest.raises(isolation.KernelTimedOut, match="huge unroll"):
+        isolation.run_isolated(CrashingModule("hang").evaluate, time_limit_s=1)
+    assert time.perf_counter() - start < 10
+
+
+def test_an_exception_in_the_child_comes_back_with_its_traceback():
+    def fails():
+        raise ValueError("from the child")
+
+    with pytest.raises(ValueError, match="from the child") as info:
+        isolation.run_isolated(fails)
+    assert any("Traceback" in note for note in info.value.__notes__)
+
+
+def test_the_fork_costs_milliseconds():
+    start = time.perf_counter()
+    for _ in range(5):
+        isolation.run_isolated(int, "1")
+    per_call = (time.perf_counter() - start) / 5
+    assert per_call < 0.5, f"a fork round trip took {per_call:.3f} s"
+
+
+def test_a_crash_in_a_kata_test_fails_that_test_and_the_session_goes_on(tmp_path):
+    repo = copy_repository(tmp_path)
+    kata = find(3)
+    stub = kata.stub_path(repo)
+    crashing = (
+        "\n\nclass _Crash:\n"
+        "    def __init__(self, file_name):\n"
+        "        self.file_name = file_name\n"
+        "    def get_evaluator(self, **kwargs):\n"
+        "        return self\n"
+        "    def evaluate(self):\n"
+        "        import ctypes\n"
+        "        ctypes.string_at(0)\n"
+    )
+    source = stub.read_text().replace(
+        '    """Compile `graph`', '    return _Crash(dump_file)\n    """Compile `graph`', 1
+    )
+    stub.write_text(source + crashing)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "katas/03_compile",
+            "--backend",
+            "mlir",
+            "-k",
+            "computes or rejects_an_unknown",
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = result.stdout + result.stderr
+    assert "03_compile: the compiled kernel crashed (SIGSEGV)" in out, out
+    assert re.search(r"\b3 failed\b", out), "the tests after the crash still ran"
+    assert "03_compile › generated_code() is not implemented yet" in out, "the next test ran"
+    assert "Fatal Python error" not in out, "one readable line, not a stack dump"
+    recorded = progress.kata_results(kata, progress.read(repo), repo)
+    assert recorded, "the progress record survives the crash"

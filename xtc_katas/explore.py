@@ -1,0 +1,104 @@
+"""Run a learner's search (kata 06 or 07) outside pytest, as the tutorial's cells do.
+
+    python -m xtc_katas.explore 6                  # both backends
+    python -m xtc_katas.explore 7 --backend mlir   # one backend, faster
+    python -m xtc_katas.explore 6 --solutions      # the reference search, to compare
+
+For each backend: the naive schedule's % of peak (the baseline), a progress bar with the
+best candidate so far, the top-10 table, and a PNG plot whose path is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from xtc_katas import ROOT, exploration, loader
+from xtc_katas.backends import BACKENDS, KataBackend
+from xtc_katas.compiling import Workdir
+from xtc_katas.learner_schedules import fresh_scheduler
+from xtc_katas.manifest import Kata, find
+from xtc_katas.problems import STRATEGY, TUTORIAL, Matmul
+from xtc_katas.timing import percent_of_peak, time_side_by_side
+
+OUT = ROOT / ".xtc-katas" / "explore"
+SEARCHES = {"06_explore": TUTORIAL, "07_strategies": STRATEGY}
+
+
+def searching(
+    kata: Kata,
+    module: ModuleType,
+    backend: KataBackend,
+    problem: Matmul,
+    peak: float,
+    num: int,
+    seed: int,
+) -> Iterator[tuple[int, int, Any, float]]:
+    graph = problem.graph()
+    if kata.id == "06_explore":
+        return module.explore(graph, backend.Backend, module.candidate_specs(), peak)
+    strategy = module.make_strategy(graph)
+    return module.explore_strategy(graph, backend.Backend, strategy, num, seed, peak)
+
+
+def baseline_percent(backend: KataBackend, problem: Matmul, peak: float, workdir: Workdir) -> float:
+    impl, scheduler = fresh_scheduler(backend, problem)
+    naive = workdir.compile(impl, scheduler.schedule(), stem="naive")
+    seconds = time_side_by_side({"naive": naive}, problem, rounds=2).best["naive"]
+    return percent_of_peak(problem.fmas, seconds, peak)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m xtc_katas.explore",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("kata", help="6 or 7 (or explore, strategies)")
+    parser.add_argument("--backend", action="append", choices=BACKENDS)
+    parser.add_argument("--solutions", action="store_true", help="run the reference search")
+    parser.add_argument("--num", type=int, default=30, help="kata 07: samples to draw")
+    parser.add_argument("--seed", type=int, default=42, help="kata 07: the sampling seed")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where plots go ({OUT})")
+    args = parser.parse_args(argv)
+    kata = find(args.kata)
+    if kata.id not in SEARCHES:
+        parser.error(f"{kata.id} has no search to run: explore runs katas 06 and 07")
+    from xtc_katas.peak import peak_fmas_per_s
+
+    module = loader.load(kata, solution=args.solutions)
+    problem = SEARCHES[kata.id]
+    peak = peak_fmas_per_s()
+    side = "solution" if args.solutions else "yours"
+    out = args.out.resolve()
+    cwd = Path.cwd()
+    with tempfile.TemporaryDirectory(prefix="xtc-katas-explore-") as scratch:
+        os.chdir(scratch)  # TVM writes ./tmpXXXX/ where it compiles
+        workdir = Workdir(Path(scratch))  # one for the run: dump_files never repeat
+        try:
+            for name in args.backend or BACKENDS:
+                backend = KataBackend(name)
+                baseline = baseline_percent(backend, problem, peak, workdir)
+                print(f"\n{kata.id} on {name}, {problem.label}: naive {baseline:.2f}% of peak")
+                items = searching(kata, module, backend, problem, peak, args.num, args.seed)
+                results = exploration.run(items, description=f"{kata.id} {name}")
+                print(exploration.top_table(results, baseline))
+                png = exploration.plot(
+                    results,
+                    baseline,
+                    out / f"{kata.id}-{name}-{side}.png",
+                    f"{kata.id} ({side}) on {name}: {problem.label}",
+                )
+                print(f"plot: {png}")
+        finally:
+            os.chdir(cwd)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

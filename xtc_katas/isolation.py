@@ -1,0 +1,98 @@
+"""Run compiled kernels in a forked child, so a crash or a hang fails one test, not the run.
+
+A learner's schedule can compile into a kernel that segfaults (an out-of-bounds access),
+aborts, or never returns. In the pytest process that would end the session and lose the
+progress record. So every kernel the harness runs (numerics, timing) runs in a child
+made with fork(): the child inherits the loaded modules and the input arrays at no copy
+cost, runs, and sends back its result through a pipe. A child killed by a signal becomes
+`KernelCrashed` ("the compiled kernel crashed (SIGSEGV)"); one that outlives its time
+limit is killed and becomes `KernelTimedOut`.
+
+Fork is safe here because the parent never runs a kernel: the runtimes' thread pools
+(TVM's, OpenMP's) are only ever started in children. OpenBLAS re-initialises its threads
+after fork (pthread_atfork).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import multiprocessing
+import os
+import signal
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from xtc_katas.failures import KataFailure
+
+T = TypeVar("T")
+
+#: A kernel run (numerics or a side-by-side timing) longer than this is a hang.
+TIME_LIMIT_S = float(os.environ.get("XTC_KATAS_KERNEL_TIME_LIMIT", "120"))
+#: A learner's whole search (katas 06, 07: compiles included) longer than this is a hang.
+SEARCH_TIME_LIMIT_S = 4 * TIME_LIMIT_S
+
+
+class KernelCrashed(KataFailure):
+    """The kernel's process died from a signal."""
+
+
+class KernelTimedOut(KataFailure):
+    """The kernel ran past the time limit and was killed."""
+
+
+def _child(connection: Any, function: Callable[..., Any], args: tuple) -> None:
+    # pytest's faulthandler, inherited through fork, would print a Python stack dump
+    # over the report; the parent turns the signal into one readable line instead.
+    faulthandler.disable()
+    try:
+        connection.send(("ok", function(*args)))
+    except BaseException as exc:  # sent back whole, raised again in the parent
+        # A pickled exception loses its traceback: keep the child's as a note.
+        exc.add_note("".join(traceback.format_exception(exc)).rstrip())
+        try:
+            connection.send(("error", exc))
+        except Exception:  # an exception that does not pickle: send its text
+            connection.send(("error", RuntimeError("".join(traceback.format_exception(exc)))))
+    finally:
+        connection.close()
+
+
+def run_isolated(
+    function: Callable[..., T],
+    *args: Any,
+    what: str = "the compiled kernel",
+    time_limit_s: float | None = None,
+) -> T:
+    """`function(*args)` in a forked child; its result, its exception, or a crash report."""
+    limit = TIME_LIMIT_S if time_limit_s is None else time_limit_s
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(sender, function, args), daemon=True)
+    process.start()
+    sender.close()
+    try:
+        if not receiver.poll(limit):
+            process.kill()
+            process.join()
+            raise KernelTimedOut(
+                f"{what} ran for more than {limit:g} s and was stopped. Likely causes: a "
+                "schedule that makes it very slow (a scalar loop over a big problem, a huge "
+                "unroll), or an endless loop. Raise the limit with "
+                "XTC_KATAS_KERNEL_TIME_LIMIT=<seconds> if it is just slow."
+            )
+        status, value = receiver.recv()
+    except EOFError:  # the child died before sending anything
+        process.join()
+        code = process.exitcode or 0
+        name = signal.Signals(-code).name if code < 0 else f"exit code {code}"
+        raise KernelCrashed(
+            f"{what} crashed ({name}). A kernel crashes when it reads or writes outside its "
+            "arrays: check the schedule's tile sizes and splits against the problem's shape."
+        ) from None
+    finally:
+        receiver.close()
+    process.join()
+    if status == "error":
+        raise value
+    return value

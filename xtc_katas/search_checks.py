@@ -1,0 +1,175 @@
+"""Checks of a learner's search generator (katas 06 and 07).
+
+A search is a generator of `(index, total, candidate, percent_of_peak)`. The checks here
+hold it to its contract (order, totals, candidates as given, floats), to laziness (one
+compile per item taken, counted by a Backend wrapper), to robustness (a broken candidate
+scores 0.0 and the search goes on) and to honesty (what it reports agrees with the
+harness's own side-by-side measurement of the same candidate).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from xtc_katas.failures import KataFailure
+
+
+class SearchMistake(KataFailure):
+    """The generator breaks its contract."""
+
+
+class CompileCounter:
+    """Wraps an XTC Backend class; counts the compiles made through it.
+
+    The learner's generator receives `counter.Backend` instead of the real class; every
+    `Backend(graph).get_compiler(...).compile(schedule)` it makes is counted.
+    """
+
+    def __init__(self, backend_class: Any) -> None:
+        self.compiles = 0
+        counter = self
+
+        class CountingCompiler:
+            def __init__(self, compiler: Any) -> None:
+                self._compiler = compiler
+
+            def compile(self, *args: Any, **kwargs: Any) -> Any:
+                counter.compiles += 1
+                return self._compiler.compile(*args, **kwargs)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._compiler, name)
+
+        class CountingBackend:
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                self._impl = backend_class(*args, **kwargs)
+
+            def get_compiler(self, *args: Any, **kwargs: Any) -> Any:
+                return CountingCompiler(self._impl.get_compiler(*args, **kwargs))
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._impl, name)
+
+        self.Backend = CountingBackend
+
+
+@dataclass
+class SearchRun:
+    """What a generator yielded, and how many compiles it had made after the first item."""
+
+    items: list[tuple[Any, ...]] = field(default_factory=list)
+    compiles_before_first: int = 0
+    compiles_after_first: int = 0
+    compiles: int = 0
+
+
+def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
+    """Drain the generator, noting the compile count around the first item."""
+    if not isinstance(generator, Iterator):
+        raise SearchMistake(
+            f"{where} returned a {type(generator).__name__}, not a generator: use `yield` "
+            "inside the loop, so each candidate is measured only when it is asked for"
+        )
+    run = SearchRun(compiles_before_first=counter.compiles)
+    try:
+        for item in generator:
+            run.items.append(item)
+            if len(run.items) == 1:
+                run.compiles_after_first = counter.compiles
+    except Exception as exc:
+        raise SearchMistake(
+            f"{where} raised {type(exc).__name__}: {exc} after {len(run.items)} items. A "
+            "search must survive a bad candidate: wrap one candidate's work in try/except "
+            "Exception, yield 0.0 for it, and go on"
+        ) from exc
+    run.compiles = counter.compiles
+    return run
+
+
+def contract_mistakes(run: SearchRun, candidates: list[Any], label: str) -> list[str]:
+    """Order, totals, candidates as given, a float for each: what a progress bar relies on."""
+    mistakes = []
+    total = len(candidates)
+    if len(run.items) != total:
+        mistakes.append(f"it yielded {len(run.items)} items for {total} {label}s: one per {label}")
+    for n, item in enumerate(run.items):
+        if not isinstance(item, tuple) or len(item) != 4:
+            mistakes.append(
+                f"item {n} is {item!r}: yield a 4-tuple (index, total, {label}, percent)"
+            )
+            continue
+        index, item_total, candidate, percent = item
+        if index != n:
+            mistakes.append(f"item {n} has index {index!r}: count 0, 1, 2, ... in order")
+        if item_total != total:
+            mistakes.append(f"item {n} has total {item_total!r}: every item carries {total}")
+        if n < total and _plain(candidate) != _plain(candidates[n]):
+            mistakes.append(
+                f"item {n} names {candidate!r}, expected {candidates[n]!r}: yield the {label} "
+                "as given, in the order given"
+            )
+        if not isinstance(percent, float) or math.isnan(percent) or percent < 0:
+            mistakes.append(
+                f"item {n} has percent {percent!r}: a float >= 0 (0.0 for a broken {label})"
+            )
+    return mistakes
+
+
+def laziness_mistakes(run: SearchRun) -> list[str]:
+    mistakes = []
+    if run.compiles_before_first:
+        mistakes.append(
+            f"it compiled {run.compiles_before_first} candidates before the first item was "
+            "asked for: compile inside the loop, after the generator starts"
+        )
+    if run.compiles_after_first > 1:
+        mistakes.append(
+            f"it had compiled {run.compiles_after_first} candidates when it yielded the "
+            "first: compile, measure and yield one candidate at a time"
+        )
+    return mistakes
+
+
+def _plain(value: Any) -> Any:
+    """Samples may be lists, tuples or numpy arrays: compare their numbers."""
+    if isinstance(value, str):
+        return value
+    try:
+        return [int(v) for v in value]
+    except TypeError:
+        return value
+
+
+def require(mistakes: list[str], where: str) -> None:
+    if mistakes:
+        listed = "\n".join(f"  - {m}" for m in mistakes)
+        raise SearchMistake(f"{where}: the search breaks its contract:\n{listed}")
+
+
+#: How far a reported % of peak may sit from the harness's side-by-side measurement.
+#: Noise only ever slows a run down, so a correct search can read low (one long run that
+#: caught an interruption) but never much faster than the harness's best of 30 runs.
+HONEST_ABOVE = 1.5
+HONEST_BELOW = 3.0
+
+
+def honesty_mistake(reported: float, measured: float, candidate: Any) -> str | None:
+    """The learner's % of peak must agree with the harness's within the machine's noise."""
+    if measured <= 0:
+        return None
+    ratio = reported / measured
+    if 1 / HONEST_BELOW <= ratio <= HONEST_ABOVE:
+        return None
+    advice = (
+        "Report 100 * fmas / min(times) / peak_fmas_per_s, with fmas = graph.ops_count()"
+        if ratio > HONEST_ABOVE
+        else "Measure with several short runs and keep the fastest: "
+        "module.get_evaluator(repeat=5, min_repeat_ms=20), then min(times)"
+    )
+    return (
+        f"for {candidate!r} it reported {reported:.3g}% of peak; the harness measured "
+        f"{measured:.3g}% for the same schedule ({ratio:.2f}x). {advice}"
+    )
