@@ -16,6 +16,7 @@ after fork (pthread_atfork).
 from __future__ import annotations
 
 import faulthandler
+import functools
 import multiprocessing
 import os
 import signal
@@ -58,6 +59,19 @@ def _child(connection: Any, function: Callable[..., Any], args: tuple) -> None:
         connection.close()
 
 
+@functools.cache
+def _prepare_host_runtime() -> None:
+    """Build XTC's host runtime once, in the parent, before any fork.
+
+    XTC compiles its C host runtime with gcc (~0.6 s) the first time a process passes
+    arrays to a kernel. Done in each child, every MLIR kernel run would pay it again;
+    done here once, every child inherits it. Building it runs no kernel: fork stays safe.
+    """
+    from xtc.runtimes.host.runtime import RuntimeType, resolve_runtime
+
+    resolve_runtime(RuntimeType.HOST)
+
+
 def run_isolated(
     function: Callable[..., T],
     *args: Any,
@@ -66,6 +80,7 @@ def run_isolated(
 ) -> T:
     """`function(*args)` in a forked child; its result, its exception, or a crash report."""
     limit = TIME_LIMIT_S if time_limit_s is None else time_limit_s
+    _prepare_host_runtime()
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=_child, args=(sender, function, args), daemon=True)
