@@ -78,7 +78,24 @@ case "${1:-}" in
         ;;
     test)
         shift
-        exec "$VENV/bin/tox" run -e lint,solutions,stubs,solved "$@"
+        # A private temp dir for the whole run, checked afterwards: nothing may be left
+        # in it but pytest's own directories, and nothing new in the repository.
+        scratch="$(mktemp -d)"
+        status=0
+        TMPDIR="$scratch" "$VENV/bin/tox" run -e lint,solutions,stubs,solved "$@" || status=$?
+        left="$(find "$scratch" -mindepth 1 -maxdepth 1 ! -name 'pytest-of-*' ! -name 'tox-*')"
+        if [ -n "$left" ]; then
+            echo "xtc-katas: the run left files in its temp dir:" >&2
+            echo "$left" >&2
+            status=1
+        fi
+        if [ -d .git ] && [ -n "$(git status --porcelain)" ]; then
+            echo "xtc-katas: the run changed the repository:" >&2
+            git status --porcelain >&2
+            status=1
+        fi
+        rm -rf "$scratch"
+        exit "$status"
         ;;
     *)
         exec "$VENV/bin/xtc-katas" "$@"

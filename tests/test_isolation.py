@@ -109,3 +109,37 @@ def test_a_crash_in_a_kata_test_fails_that_test_and_the_session_goes_on(tmp_path
     assert "Fatal Python error" not in out, "one readable line, not a stack dump"
     recorded = progress.kata_results(kata, progress.read(repo), repo)
     assert recorded, "the progress record survives the crash"
+
+
+def test_a_hanging_test_times_out_with_the_likely_cause_and_the_run_goes_on(tmp_path):
+    repo = copy_repository(tmp_path)
+    stub = find(1).stub_path(repo)
+    stub.write_text(
+        stub.read_text().replace(
+            '    """Number of fused multiply-adds',
+            "    import time\n    time.sleep(60)  # a compile that never ends\n"
+            '    """Number of fused multiply-adds',
+            1,
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "katas/01_peak",
+            "--timeout=2",
+            "-k",
+            "tutorial_problem or percent_of_peak_of_a_known_case",
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = result.stdout + result.stderr
+    assert "01_peak › matmul_fmas(): this test timed out" in out, out
+    assert "huge unroll" in out
+    assert re.search(r"\b2 failed\b", out), "the next test still ran"

@@ -93,6 +93,16 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> tuple[
 
     if isinstance(exc, StubNotImplemented):
         return not_implemented(kata, exc.function), False
+    if type(exc).__name__ == "Failed" and str(exc).startswith("Timeout"):
+        function = learner_function(kata, tb, exc)
+        where = f" › {function}()" if function else ""
+        return (
+            f"{kata.id}{where}: this test timed out ({exc}) and was stopped; the run goes "
+            "on. Likely cause: a compile that explodes (a huge unroll, e.g. unroll a whole "
+            "axis of 512) or a kernel that never ends. The traceback below shows where it "
+            "was. Raise the limit with pytest --timeout=<seconds> if it is only slow.",
+            True,
+        )
     if isinstance(exc, KataFailure):
         message = str(exc) if str(exc).startswith(kata.id) else f"{kata.id}: {exc}"
         notes = "\n".join(getattr(exc, "__notes__", []))
