@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import multiprocessing
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="xtc-katas-flakecheck-") as scratch:
             for run in range(args.runs):
                 junit = Path(scratch) / f"run{run}.xml"
-                code = run_once(args.paths, junit, args.pytest_args.split())
+                code = run_once(args.paths, junit, shlex.split(args.pytest_args))
                 for name, result in figures(junit).items():
                     seen[name].append(result)
                 print(f"run {run + 1}/{args.runs}: pytest exit code {code}", flush=True)
