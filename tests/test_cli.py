@@ -8,7 +8,7 @@ import time
 import pytest
 
 from xtc_katas.manifest import find, katas
-from xtc_katas.selfcheck import copy_repository
+from xtc_katas.selfcheck import copy_repository, learner_env
 
 
 @pytest.fixture
@@ -16,18 +16,17 @@ def repo(tmp_path):
     return copy_repository(tmp_path)
 
 
-def learner_env():
+def cli_env():
     # A learner's environment: not the --solutions run this suite may be part of.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
-    env["XTC_KATAS_PEAK_GFMAS"] = "50"  # the CLI tests check behaviour, not the peak
-    return env
+    # The CLI tests check behaviour, not the peak: skip its measurement.
+    return learner_env(XTC_KATAS_PEAK_GFMAS="50")
 
 
 def cli(repo, *args, timeout=600, stdin=None):
     result = subprocess.run(
         [sys.executable, "-m", "xtc_katas", *args],
         cwd=repo,
-        env=learner_env(),
+        env=cli_env(),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -110,7 +109,7 @@ def test_watch_reruns_when_the_learner_saves(repo):
     process = subprocess.Popen(
         [sys.executable, "-m", "xtc_katas", "watch", "1", "--max-runs", "2"],
         cwd=repo,
-        env=learner_env(),
+        env=cli_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

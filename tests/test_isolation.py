@@ -12,7 +12,7 @@ import pytest
 from xtc_katas import isolation, numerics, progress
 from xtc_katas.manifest import find
 from xtc_katas.problems import TUTORIAL
-from xtc_katas.selfcheck import copy_repository
+from xtc_katas.selfcheck import copy_repository, learner_env
 
 
 class CrashingModule:
@@ -84,7 +84,7 @@ def test_a_crash_in_a_kata_test_fails_that_test_and_the_session_goes_on(tmp_path
         '    """Compile `graph`', '    return _Crash(dump_file)\n    """Compile `graph`', 1
     )
     stub.write_text(source + crashing)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
+    env = learner_env()
     result = subprocess.run(
         [
             sys.executable,
@@ -122,7 +122,7 @@ def test_a_hanging_test_times_out_with_the_likely_cause_and_the_run_goes_on(tmp_
             1,
         )
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
+    env = learner_env()
     result = subprocess.run(
         [
             sys.executable,

@@ -6,7 +6,6 @@ through the same harness function the kata tests use, and checks the message a l
 would read.
 """
 
-import os
 import subprocess
 import sys
 
@@ -19,7 +18,7 @@ from xtc_katas.failures import KataFailure
 from xtc_katas.learner_schedules import apply_schedule, schedule_spec
 from xtc_katas.manifest import find
 from xtc_katas.problems import SPLIT, TUTORIAL
-from xtc_katas.selfcheck import copy_repository
+from xtc_katas.selfcheck import copy_repository, learner_env
 
 KATA_04 = find(4)
 
@@ -194,7 +193,7 @@ def test_graph_inputs_created_inside_the_graph_block_are_named(tmp_path):
             '    """A graph named "matmul" computing C = A @ B.',
         )
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
+    env = learner_env()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "katas/02_graph", "-k", "matmul_graph_structure"],
         cwd=repo,

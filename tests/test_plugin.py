@@ -1,13 +1,12 @@
 """End to end: what a learner sees, in a subprocess on a temporary copy of the repository."""
 
-import os
 import subprocess
 import sys
 
 import pytest
 
 from xtc_katas.manifest import find
-from xtc_katas.selfcheck import copy_repository
+from xtc_katas.selfcheck import copy_repository, learner_env
 
 
 @pytest.fixture
@@ -16,8 +15,7 @@ def repo(tmp_path):
 
 
 def pytest_in(repo, *args):
-    # A learner's environment: not the --solutions run this suite may be part of.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
+    env = learner_env()  # not the --solutions run this suite may be part of
     result = subprocess.run(
         [sys.executable, "-m", "pytest", *args],
         cwd=repo,

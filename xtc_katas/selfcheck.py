@@ -7,6 +7,7 @@ reference module where the learner's stub is, and runs plain `pytest katas` and
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,13 @@ def solved_copy(destination: Path) -> Path:
     for kata in katas():
         shutil.copyfile(kata.solution_path(copy), kata.stub_path(copy))
     return copy
+
+
+def learner_env(**extra: str) -> dict[str, str]:
+    """This process's environment minus the XTC_KATAS_* switches (e.g. --solutions' own):
+    what a learner's run in a copy of the repository sees. `extra` adds variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
+    return {**env, **extra}
 
 
 def main(argv: list[str]) -> int:
