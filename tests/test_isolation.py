@@ -3,8 +3,6 @@
 import ctypes
 import os
 import re
-import subprocess
-import sys
 import time
 
 import pytest
@@ -12,7 +10,7 @@ import pytest
 from xtc_katas import isolation, numerics, progress
 from xtc_katas.manifest import find
 from xtc_katas.problems import TUTORIAL
-from xtc_katas.selfcheck import copy_repository, learner_env
+from xtc_katas.selfcheck import copy_repository, run_pytest
 
 
 class CrashingModule:
@@ -84,25 +82,14 @@ def test_a_crash_in_a_kata_test_fails_that_test_and_the_session_goes_on(tmp_path
         '    """Compile `graph`', '    return _Crash(dump_file)\n    """Compile `graph`', 1
     )
     stub.write_text(source + crashing)
-    env = learner_env()
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "katas/03_compile",
-            "--backend",
-            "mlir",
-            "-k",
-            "computes or rejects_an_unknown",
-        ],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    _, out = run_pytest(
+        repo,
+        "katas/03_compile",
+        "--backend",
+        "mlir",
+        "-k",
+        "computes or rejects_an_unknown",
     )
-    out = result.stdout + result.stderr
     assert "03_compile: the compiled kernel crashed (SIGSEGV)" in out, out
     assert re.search(r"\b3 failed\b", out), "the tests after the crash still ran"
     assert "03_compile › generated_code() is not implemented yet" in out, "the next test ran"
@@ -122,24 +109,13 @@ def test_a_hanging_test_times_out_with_the_likely_cause_and_the_run_goes_on(tmp_
             1,
         )
     )
-    env = learner_env()
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "katas/01_peak",
-            "--timeout=2",
-            "-k",
-            "tutorial_problem or percent_of_peak_of_a_known_case",
-        ],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    _, out = run_pytest(
+        repo,
+        "katas/01_peak",
+        "--timeout=2",
+        "-k",
+        "tutorial_problem or percent_of_peak_of_a_known_case",
     )
-    out = result.stdout + result.stderr
     assert "01_peak › matmul_fmas(): this test timed out" in out, out
     assert "huge unroll" in out
     assert re.search(r"\b2 failed\b", out), "the next test still ran"

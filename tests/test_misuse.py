@@ -6,9 +6,6 @@ through the same harness function the kata tests use, and checks the message a l
 would read.
 """
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -18,7 +15,7 @@ from xtc_katas.failures import KataFailure
 from xtc_katas.learner_schedules import apply_schedule, schedule_spec
 from xtc_katas.manifest import find
 from xtc_katas.problems import SPLIT, TUTORIAL
-from xtc_katas.selfcheck import copy_repository, learner_env
+from xtc_katas.selfcheck import copy_repository, run_pytest
 
 KATA_04 = find(4)
 
@@ -193,15 +190,6 @@ def test_graph_inputs_created_inside_the_graph_block_are_named(tmp_path):
             '    """A graph named "matmul" computing C = A @ B.',
         )
     )
-    env = learner_env()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "katas/02_graph", "-k", "matmul_graph_structure"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    out = result.stdout + result.stderr
-    assert result.returncode == 1
+    code, out = run_pytest(repo, "katas/02_graph", "-k", "matmul_graph_structure")
+    assert code == 1
     assert "create the input tensors BEFORE the `with O.graph(...)` block" in out, out

@@ -1,12 +1,9 @@
 """End to end: what a learner sees, in a subprocess on a temporary copy of the repository."""
 
-import subprocess
-import sys
-
 import pytest
 
 from xtc_katas.manifest import find
-from xtc_katas.selfcheck import copy_repository, learner_env
+from xtc_katas.selfcheck import copy_repository, run_pytest
 
 
 @pytest.fixture
@@ -14,21 +11,8 @@ def repo(tmp_path):
     return copy_repository(tmp_path)
 
 
-def pytest_in(repo, *args):
-    env = learner_env()  # not the --solutions run this suite may be part of
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return result.returncode, result.stdout + result.stderr
-
-
 def test_untouched_stub_fails_with_one_friendly_line_and_no_traceback(repo):
-    code, out = pytest_in(repo, "katas/01_peak", "-k", "tutorial_problem")
+    code, out = run_pytest(repo, "katas/01_peak", "-k", "tutorial_problem")
     assert code == 1
     assert "01_peak › matmul_fmas() is not implemented yet." in out
     assert find(1).task("matmul_fmas").hints[0] in out
@@ -47,7 +31,7 @@ def test_an_error_inside_xtc_shows_xtc_message_first_and_keeps_the_traceback(rep
             '    """A graph named "matmul" computing C = A @ B.',
         )
     )
-    code, out = pytest_in(repo, "katas/02_graph", "-k", "matmul_graph_structure")
+    code, out = run_pytest(repo, "katas/02_graph", "-k", "matmul_graph_structure")
     assert code == 1
     header = "02_graph › matmul_graph(): XTC rejected it with AssertionError: incompatible"
     assert header in out
@@ -57,18 +41,20 @@ def test_an_error_inside_xtc_shows_xtc_message_first_and_keeps_the_traceback(rep
 def test_check_stubs_fails_a_test_that_passes_on_a_stub(repo):
     kata = find(2)
     kata.stub_path(repo).write_text(kata.solution_path(repo).read_text())
-    code, out = pytest_in(repo, "katas/02_graph", "--check-stubs", "-k", "structure")
+    code, out = run_pytest(repo, "katas/02_graph", "--check-stubs", "-k", "structure")
     assert code == 1
     assert "PASSES on the untouched stub" in out
 
 
 def test_check_stubs_passes_when_every_kata_test_fails_on_its_stub(repo):
-    code, out = pytest_in(repo, "katas/01_peak", "katas/02_graph", "--check-stubs", "-q")
+    code, out = run_pytest(repo, "katas/01_peak", "katas/02_graph", "--check-stubs", "-q")
     assert code == 0, out
 
 
 def test_pytest_n_2_runs_the_correctness_tests_and_leaves_perf_out(repo):
-    code, out = pytest_in(repo, "-n", "2", "--solutions", "katas/03_compile", "katas/04_scheduling")
+    code, out = run_pytest(
+        repo, "-n", "2", "--solutions", "katas/03_compile", "katas/04_scheduling"
+    )
     assert code == 0, out
     assert "perf tests do not run under pytest -n" in out
     assert " passed" in out

@@ -62,7 +62,7 @@ GROUPS = (
 )
 
 
-def _compile(
+def compile_task(
     workdir: Workdir,
     kata: Kata,
     module: ModuleType,
@@ -70,6 +70,7 @@ def _compile(
     backend: KataBackend,
     problem: Matmul,
 ) -> Any:
+    """Compile a kata 04 schedule function or a kata 05 spec function of `module`."""
     apply = apply_schedule if function.startswith("schedule_") else apply_spec
     impl, scheduler = apply(kata, module, function, backend, problem)
     return workdir.compile(impl, scheduler.schedule(), stem=function)
@@ -81,13 +82,13 @@ def run_group(group: Group, backend: KataBackend, workdir: Workdir, peak: float)
     solution = loader.load(kata, solution=True)
     impl, scheduler = fresh_scheduler(backend, group.problem)
     naive = workdir.compile(impl, scheduler.schedule(), stem="naive")
-    reference = _compile(workdir, kata, solution, group.task, backend, group.problem)
+    reference = compile_task(workdir, kata, solution, group.task, backend, group.problem)
     if group.previous is None:
         previous = naive
     else:
         side, function = group.previous
         source = solution if side == "solution" else InterchangeOnly
-        previous = _compile(workdir, kata, source, function, backend, group.problem)
+        previous = compile_task(workdir, kata, source, function, backend, group.problem)
     figures = measure(
         {"naive": naive, "learner": previous, "reference": reference},
         group.problem,

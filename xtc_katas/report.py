@@ -26,10 +26,10 @@ from threadpoolctl import threadpool_limits
 
 from xtc_katas import loader, progress
 from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.calibration import GROUPS
+from xtc_katas.calibration import GROUPS, compile_task
 from xtc_katas.cli import kata_status
 from xtc_katas.compiling import Workdir
-from xtc_katas.learner_schedules import apply_schedule, apply_spec, fresh_scheduler
+from xtc_katas.learner_schedules import fresh_scheduler
 from xtc_katas.manifest import Kata, find
 from xtc_katas.problems import CHALLENGE
 from xtc_katas.speedups import cores, measure
@@ -38,15 +38,6 @@ from xtc_katas.timing import percent_of_peak
 
 def _passing(kata: Kata) -> bool:
     return kata_status(kata, progress.read()).state == "passing"
-
-
-def _compiled(
-    kata: Kata, solution: bool, group: Any, backend: KataBackend, workdir: Workdir
-) -> Any:
-    apply = apply_schedule if group.task.startswith("schedule_") else apply_spec
-    module = loader.load(kata, solution=solution)
-    impl, scheduler = apply(kata, module, group.task, backend, group.problem)
-    return workdir.compile(impl, scheduler.schedule(), stem="reference" if solution else "yours")
 
 
 def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
@@ -58,8 +49,22 @@ def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[d
         impl, scheduler = fresh_scheduler(backend, group.problem)
         modules = {
             "naive": workdir.compile(impl, scheduler.schedule(), stem="naive"),
-            "learner": _compiled(kata, False, group, backend, workdir),
-            "reference": _compiled(kata, True, group, backend, workdir),
+            "learner": compile_task(
+                workdir,
+                kata,
+                loader.load(kata, solution=False),
+                group.task,
+                backend,
+                group.problem,
+            ),
+            "reference": compile_task(
+                workdir,
+                kata,
+                loader.load(kata, solution=True),
+                group.task,
+                backend,
+                group.problem,
+            ),
         }
         threads = cores() if group.parallel else 1
         figures = measure(modules, group.problem, peak, threads)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xtc_katas.failures import KataFailure
+from xtc_katas.problems import Matmul
+from xtc_katas.timing import percent_of_peak, time_side_by_side
 
 
 class SearchMistake(KataFailure):
@@ -154,6 +156,21 @@ def require(mistakes: list[str], where: str) -> None:
 #: caught an interruption) but never much faster than the harness's best of 30 runs.
 HONEST_ABOVE = 1.5
 HONEST_BELOW = 3.0
+
+
+def honesty_mistakes(
+    reported: dict[str, float], modules: dict[str, Any], problem: Matmul, peak_fmas_per_s: float
+) -> list[str]:
+    """Time `modules` (candidate name -> compiled module) side by side and compare each
+    one's % of peak with what the learner's search `reported` for that name."""
+    timings = time_side_by_side(modules, problem, rounds=3)
+    found = []
+    for name, seconds in timings.best.items():
+        measured = percent_of_peak(problem.fmas, seconds, peak_fmas_per_s)
+        mistake = honesty_mistake(reported.get(name, 0.0), measured, name)
+        if mistake:
+            found.append(mistake)
+    return found
 
 
 def honesty_mistake(reported: float, measured: float, candidate: Any) -> str | None:

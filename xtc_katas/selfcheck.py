@@ -48,6 +48,19 @@ def learner_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+def run_pytest(repo: Path, *args: str, timeout: float = 300) -> tuple[int, str]:
+    """pytest in a copy of the repository, as a learner runs it: (exit code, all output)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=repo,
+        env=learner_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
 def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="xtc-katas-solved-") as tmp:
         copy = solved_copy(Path(tmp))

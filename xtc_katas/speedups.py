@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from xtc_katas import loader
 from xtc_katas.backends import KataBackend
 from xtc_katas.compiling import Workdir
 from xtc_katas.failures import KataFailure
+from xtc_katas.learner_schedules import fresh_scheduler
 from xtc_katas.manifest import Kata
 from xtc_katas.problems import Matmul
 from xtc_katas.timing import percent_of_peak, time_side_by_side
@@ -126,9 +128,6 @@ class FloorCheck:
         learner: ModuleType,
         cores: int = 1,
     ) -> Speedups:
-        from xtc_katas import loader
-        from xtc_katas.learner_schedules import fresh_scheduler
-
         def compiled(module: ModuleType, stem: str) -> Any:
             impl, scheduler = build(module)
             return self.workdir.compile(impl, scheduler.schedule(), stem=stem)
