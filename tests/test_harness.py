@@ -123,9 +123,25 @@ def test_a_kata_failure_shows_its_message_and_the_original_error_below():
 
 
 def test_the_floor_follows_the_reference_only_when_the_machine_is_busy():
-    from xtc_katas.speedups import Speedups, floor_now
+    from xtc_katas.speedups import HEADROOM, Speedups, floor_now
 
     quiet = Speedups(learner=50, reference=112, learner_percent=1, reference_percent=2)
     assert floor_now(66, quiet) == 66, "on a quiet machine the calibrated floor holds"
     busy = Speedups(learner=50, reference=56, learner_percent=1, reference_percent=1)
-    assert floor_now(66, busy) == 0.75 * 56, "busy: 3/4 of what the reference reached"
+    assert floor_now(66, busy) == HEADROOM * 56, "busy: 0.7 of what the reference reached"
+
+
+def test_flakecheck_requires_every_margin_over_the_floor_that_applied():
+    from xtc_katas.flakecheck import MARGIN, summarize
+
+    def run(speedup: float, applied: float, failed: bool = False) -> dict:
+        return {"failed": failed, "speedup": speedup, "floor": 66, "floor_applied": applied}
+
+    roomy = {"k::test_a[tvm]": [run(113, 66), run(100, 66)]}
+    table, failures, thin = summarize(roomy)
+    assert (failures, thin) == (0, []) and "| 100.0–113.0 | 66 | 1.52 |" in table[-1]
+    # A busy run lowers the floor that applied: the margin is taken against that one.
+    tight = {"k::test_a[tvm]": [run(113, 66), run(50, 50 / (MARGIN - 0.05))]}
+    assert summarize(tight)[2] == ["test_a[tvm]"]
+    numpy = {"k::test_b[1thread-tvm]": [{"failed": True, "speedup_vs_numpy": 1.0, "floor": 0.65}]}
+    assert summarize(numpy)[1:] == (1, [])

@@ -40,7 +40,14 @@ def set_thread_defaults(threads: int | None = None) -> None:
     TVM's runtime defaults to hardware_concurrency/2 threads (ONE on a 2-vCPU machine) and
     reads TVM_NUM_THREADS once, when the first parallel kernel runs; MLIR's OpenMP reads
     OMP_NUM_THREADS. Set both before any kernel runs, never overriding the user.
+
+    TVM also pins its threads to cores by default (the main thread to core 0). On a shared
+    machine that ties a worker to a core another process may be keeping busy: measured
+    with TVM's parallel reference of kata 04 (128x256x512), pinned threads read 97x to
+    114x naive on a quiet machine and, once in 20 runs under a CPU hog, 56x; unpinned,
+    112x to 114x in both cases. So TVM_BIND_THREADS=0 unless the user set it.
     """
     threads = threads or os.cpu_count() or 1
     os.environ.setdefault("TVM_NUM_THREADS", str(threads))
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    os.environ.setdefault("TVM_BIND_THREADS", "0")

@@ -2,10 +2,11 @@
 
 Each group is timed exactly as its test times it: naive, a "learner" and the reference
 side by side (timing.py), where the learner is the *previous* task's reference. Over N
-runs that gives the range of the reference's speedup (a floor must sit at or below 3/4
-of its slowest) and the range of the previous task's (a floor must sit above its fastest,
-so the earlier schedule cannot pass the later task). The script prints both, the current
-floors from the manifest, and whether each floor keeps the two rules.
+runs that gives the range of the reference's speedup (a floor must sit at or below
+HEADROOM = 0.7 of its slowest) and the range of the previous task's (a floor must sit
+above its fastest, so the earlier schedule cannot pass the later task). The script
+prints both, the current floors from the manifest, and whether each floor keeps the two
+rules.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def table(results: dict[str, dict[str, list[float]]]) -> list[str]:
         group = next(g for g in GROUPS if g.task == task)
         floor = find(group.kata).floor(task, backend)
         ref, prev = values["reference"], values["previous"]
-        rules = ["≤ 3/4 of slowest" if floor <= HEADROOM * min(ref) else "**above 3/4 of slowest**"]
+        within = floor <= HEADROOM * min(ref)
+        rules = [f"≤ {HEADROOM:g} of slowest" if within else f"**above {HEADROOM:g} of slowest**"]
         if prev and floor > max(prev):
             rules.append("above previous")
         elif prev:

@@ -3,8 +3,17 @@
 On a shared 2-core machine an absolute time or % of peak swings by ±30% or more from one
 moment to the next, but two kernels timed in alternation see the same weather. So:
 interleave (A B A B ...), take each kernel's minimum over every round, and compare
-ratios. Each round is XTC's own evaluator with several short repeats; the minimum of
-short repeats rejects the interrupted ones.
+ratios.
+
+Each round is XTC's own evaluator taking SAMPLES short samples, and a sample lasts about
+SAMPLE_S: as many back-to-back calls as fit (at least one). Short samples are what make
+the minimum honest on a busy machine. A parallel kernel is fast only while all its
+threads run at once; when another process keeps a core busy, a sample of 10 ms almost
+always contains a preemption (measured under a CPU hog: 8x to 56x naive for TVM's
+parallel reference), while a sample of one 0.15 ms call often fits between two, and
+the minimum finds it (110x to 113x, as on a quiet machine). Samples much shorter than
+that would measure the clock instead of a 1 µs kernel, hence calls per sample. A slow
+kernel takes fewer samples (at least 3 per round), so that naive does not dominate the cost.
 """
 
 from __future__ import annotations
@@ -19,8 +28,9 @@ from xtc_katas.numerics import check_arrays
 from xtc_katas.problems import Matmul
 
 ROUNDS = 5
-REPEAT = 10
-MIN_REPEAT_MS = 10
+SAMPLES = 40
+SAMPLE_S = 2e-4
+ROUND_S = 0.1  # a slow kernel (naive on a large problem) takes fewer samples per round
 
 
 @dataclass
@@ -38,8 +48,8 @@ def time_side_by_side(
     modules: dict[str, Any],
     problem: Matmul,
     rounds: int = ROUNDS,
-    repeat: int = REPEAT,
-    min_repeat_ms: int = MIN_REPEAT_MS,
+    samples: int = SAMPLES,
+    sample_s: float = SAMPLE_S,
 ) -> Timings:
     """Time every module on the same inputs, interleaved, `rounds` times; keep the minima.
 
@@ -53,10 +63,17 @@ def time_side_by_side(
         problem,
         inputs,
         rounds,
-        repeat,
-        min_repeat_ms,
+        samples,
+        sample_s,
         what="a kernel timed side by side",
     )
+
+
+def _evaluate(evaluator: Any, name: str) -> list[float]:
+    times, code, message = evaluator.evaluate()
+    if code != 0 or not times:
+        raise RuntimeError(f"timing {name} failed with code {code}: {message}")
+    return times
 
 
 def _time_interleaved(
@@ -64,25 +81,26 @@ def _time_interleaved(
     problem: Matmul,
     inputs: list[np.ndarray],
     rounds: int,
-    repeat: int,
-    min_repeat_ms: int,
+    samples: int,
+    sample_s: float,
 ) -> Timings:
-    evaluators = {
-        name: module.get_evaluator(
-            parameters=(inputs, [np.zeros(problem.output_shape, dtype=problem.dtype)]),
-            repeat=repeat,
-            min_repeat_ms=min_repeat_ms,
-            validate=False,
+    parameters = (inputs, [np.zeros(problem.output_shape, dtype=problem.dtype)])
+
+    def evaluator(module: Any, number: int, repeat: int) -> Any:
+        return module.get_evaluator(
+            parameters=parameters, number=number, repeat=repeat, min_repeat_ms=0, validate=False
         )
-        for name, module in modules.items()
-    }
+
+    evaluators = {}
+    for name, module in modules.items():
+        one_call = min(_evaluate(evaluator(module, 1, 5), name))
+        number = max(1, round(sample_s / one_call))
+        repeat = max(3, min(samples, int(ROUND_S / (number * one_call))))
+        evaluators[name] = evaluator(module, number, repeat)
     timings = Timings(rounds={name: [] for name in modules})
     for _ in range(rounds):
-        for name, evaluator in evaluators.items():
-            times, code, message = evaluator.evaluate()
-            if code != 0 or not times:
-                raise RuntimeError(f"timing {name} failed with code {code}: {message}")
-            timings.rounds[name].append(min(times))
+        for name, each in evaluators.items():
+            timings.rounds[name].append(min(_evaluate(each, name)))
     timings.best = {name: min(values) for name, values in timings.rounds.items()}
     return timings
 
