@@ -42,10 +42,11 @@ def set_thread_defaults(threads: int | None = None) -> None:
     OMP_NUM_THREADS. Set both before any kernel runs, never overriding the user.
 
     TVM also pins its threads to cores by default (the main thread to core 0). On a shared
-    machine that ties a worker to a core another process may be keeping busy: measured
-    with TVM's parallel reference of kata 04 (128x256x512), pinned threads read 97x to
-    114x naive on a quiet machine and, once in 20 runs under a CPU hog, 56x; unpinned,
-    112x to 114x in both cases. So TVM_BIND_THREADS=0 unless the user set it.
+    machine that ties a worker to a core another process may be keeping busy. TVM's
+    parallel reference of kata 04 (128x256x512), timed side by side with naive: pinned,
+    97x to 114x naive in 10 quiet runs, and 56x in one of 20 runs under a CPU hog;
+    unpinned, 112x to 114x in the same two series. So TVM_BIND_THREADS=0 unless the
+    user set it.
     """
     threads = threads or os.cpu_count() or 1
     os.environ.setdefault("TVM_NUM_THREADS", str(threads))

@@ -9,11 +9,12 @@ Each round is XTC's own evaluator taking SAMPLES short samples, and a sample las
 SAMPLE_S: as many back-to-back calls as fit (at least one). Short samples are what make
 the minimum honest on a busy machine. A parallel kernel is fast only while all its
 threads run at once; when another process keeps a core busy, a sample of 10 ms almost
-always contains a preemption (measured under a CPU hog: 8x to 56x naive for TVM's
-parallel reference), while a sample of one 0.15 ms call often fits between two, and
-the minimum finds it (110x to 113x, as on a quiet machine). Samples much shorter than
-that would measure the clock instead of a 1 µs kernel, hence calls per sample. A slow
-kernel takes fewer samples (at least 3 per round), so that naive does not dominate the cost.
+always contains a preemption, while a sample of one 0.15 ms call often fits between
+two, and the minimum finds it. TVM's parallel reference of kata 04, under a CPU hog:
+8x to 56x naive with 10 ms samples, 97x to 114x with short ones (quiet: 111x to 114x).
+Samples much shorter than that would measure the clock instead of a 1 µs kernel, hence
+calls per sample. A slow kernel takes fewer samples (at least 3 per round), so that
+naive does not dominate the cost.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def _time_interleaved(
 
     evaluators = {}
     for name, module in modules.items():
-        one_call = min(_evaluate(evaluator(module, 1, 5), name))
+        one_call = max(min(_evaluate(evaluator(module, 1, 5), name)), 1e-9)
         number = max(1, round(sample_s / one_call))
         repeat = max(3, min(samples, int(ROUND_S / (number * one_call))))
         evaluators[name] = evaluator(module, number, repeat)
