@@ -5,11 +5,14 @@ import os
 import re
 import time
 
+import numpy as np
 import pytest
 
 from xtc_katas import isolation, numerics, progress
+from xtc_katas.backends import KataBackend
+from xtc_katas.learner_schedules import fresh_scheduler
 from xtc_katas.manifest import find
-from xtc_katas.problems import TUTORIAL
+from xtc_katas.problems import TUTORIAL, Matmul
 from xtc_katas.selfcheck import copy_repository, run_pytest
 
 
@@ -38,6 +41,23 @@ def test_a_crashing_kernel_fails_with_the_signal_and_the_process_lives(how, sign
     with pytest.raises(isolation.KernelCrashed, match=rf"crashed \({signal_name}\)"):
         numerics.run(CrashingModule(how), TUTORIAL, inputs)
     assert numerics.check_arrays(inputs, TUTORIAL.input_shapes, TUTORIAL.dtype) is None
+
+
+def _evaluate_on_one_element_arrays(module):
+    one = [np.ones((1, 1), np.float32), np.ones((1, 1), np.float32)]
+    out = [np.zeros((1, 1), np.float32)]
+    return module.get_evaluator(
+        parameters=(one, out), repeat=1, number=1, min_repeat_ms=0, validate=False
+    ).evaluate()
+
+
+def test_a_real_compiled_kernel_that_writes_out_of_bounds_crashes_only_its_child(workdir):
+    # XTC checks no array (field notes): a 2048x2048 matmul given 1x1 arrays writes 16 MB
+    # past its output. MLIR's kernel: TVM's, given the same arrays, returned without a crash.
+    impl, scheduler = fresh_scheduler(KataBackend("mlir"), Matmul(2048, 2048, 8))
+    module = workdir.compile(impl, scheduler.schedule(), stem="out_of_bounds")
+    with pytest.raises(isolation.KernelCrashed, match=r"crashed \(SIG(SEGV|BUS|ABRT)\)"):
+        isolation.run_isolated(_evaluate_on_one_element_arrays, module, time_limit_s=60)
 
 
 def test_a_hanging_kernel_is_stopped_with_the_likely_cause():
