@@ -8,7 +8,7 @@ import time
 import pytest
 
 from xtc_katas.manifest import find, katas
-from xtc_katas.selfcheck import copy_repository, learner_env
+from xtc_katas.selfcheck import copy_repository, learner_env, run_python
 
 
 @pytest.fixture
@@ -23,16 +23,7 @@ def cli_env():
 
 
 def cli(repo, *args, timeout=600, stdin=None):
-    result = subprocess.run(
-        [sys.executable, "-m", "xtc_katas", *args],
-        cwd=repo,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        input=stdin,
-    )
-    return result.returncode, result.stdout + result.stderr
+    return run_python(repo, "-m", "xtc_katas", *args, env=cli_env(), timeout=timeout, stdin=stdin)
 
 
 def solve(repo, number):

@@ -13,7 +13,7 @@ from xtc_katas.backends import KataBackend
 from xtc_katas.learner_schedules import fresh_scheduler
 from xtc_katas.manifest import find
 from xtc_katas.problems import TUTORIAL, Matmul
-from xtc_katas.selfcheck import copy_repository, run_pytest
+from xtc_katas.selfcheck import copy_repository, edit_stub, run_pytest
 
 
 class CrashingModule:
@@ -87,21 +87,19 @@ def test_the_fork_costs_milliseconds():
 def test_a_crash_in_a_kata_test_fails_that_test_and_the_session_goes_on(tmp_path):
     repo = copy_repository(tmp_path)
     kata = find(3)
-    stub = kata.stub_path(repo)
-    crashing = (
-        "\n\nclass _Crash:\n"
-        "    def __init__(self, file_name):\n"
-        "        self.file_name = file_name\n"
-        "    def get_evaluator(self, **kwargs):\n"
-        "        return self\n"
-        "    def evaluate(self):\n"
-        "        import ctypes\n"
-        "        ctypes.string_at(0)\n"
+    edit_stub(
+        repo,
+        3,
+        '    """Compile `graph`',
+        "    class _Crash:  # a module whose kernel reads address 0\n"
+        "        file_name = dump_file\n"
+        "        def get_evaluator(self, **kwargs):\n"
+        "            return self\n"
+        "        def evaluate(self):\n"
+        "            import ctypes\n"
+        "            ctypes.string_at(0)\n"
+        "    return _Crash()\n",
     )
-    source = stub.read_text().replace(
-        '    """Compile `graph`', '    return _Crash(dump_file)\n    """Compile `graph`', 1
-    )
-    stub.write_text(source + crashing)
     _, out = run_pytest(
         repo,
         "katas/03_compile",
@@ -120,14 +118,11 @@ def test_a_crash_in_a_kata_test_fails_that_test_and_the_session_goes_on(tmp_path
 
 def test_a_hanging_test_times_out_with_the_likely_cause_and_the_run_goes_on(tmp_path):
     repo = copy_repository(tmp_path)
-    stub = find(1).stub_path(repo)
-    stub.write_text(
-        stub.read_text().replace(
-            '    """Number of fused multiply-adds',
-            "    import time\n    time.sleep(60)  # a compile that never ends\n"
-            '    """Number of fused multiply-adds',
-            1,
-        )
+    edit_stub(
+        repo,
+        1,
+        '    """Number of fused multiply-adds',
+        "    import time\n    time.sleep(60)  # a compile that never ends\n",
     )
     _, out = run_pytest(
         repo,

@@ -15,7 +15,7 @@ from xtc_katas.failures import KataFailure
 from xtc_katas.learner_schedules import apply_schedule, schedule_spec
 from xtc_katas.manifest import find
 from xtc_katas.problems import SPLIT, TUTORIAL
-from xtc_katas.selfcheck import copy_repository, run_pytest
+from xtc_katas.selfcheck import copy_repository, edit_stub, run_pytest
 
 KATA_04 = find(4)
 
@@ -178,17 +178,15 @@ def test_a_list_instead_of_a_generator_is_named():
 
 def test_graph_inputs_created_inside_the_graph_block_are_named(tmp_path):
     repo = copy_repository(tmp_path)
-    stub = find(2).stub_path(repo)
-    stub.write_text(
-        stub.read_text().replace(
-            '    """A graph named "matmul" computing C = A @ B.',
-            "    with O.graph(name='matmul') as gb:\n"
-            "        a = O.tensor((I, K), dtype, name='A')  # the mistake: inside the block\n"
-            "        b = O.tensor((K, J), dtype, name='B')\n"
-            "        O.matmul(a, b, name='C')\n"
-            "    return gb.graph\n"
-            '    """A graph named "matmul" computing C = A @ B.',
-        )
+    edit_stub(
+        repo,
+        2,
+        '    """A graph named "matmul" computing C = A @ B.',
+        "    with O.graph(name='matmul') as gb:\n"
+        "        a = O.tensor((I, K), dtype, name='A')  # the mistake: inside the block\n"
+        "        b = O.tensor((K, J), dtype, name='B')\n"
+        "        O.matmul(a, b, name='C')\n"
+        "    return gb.graph\n",
     )
     code, out = run_pytest(repo, "katas/02_graph", "-k", "matmul_graph_structure")
     assert code == 1

@@ -3,7 +3,7 @@
 import pytest
 
 from xtc_katas.manifest import find
-from xtc_katas.selfcheck import copy_repository, run_pytest
+from xtc_katas.selfcheck import copy_repository, edit_stub, run_pytest
 
 
 @pytest.fixture
@@ -20,16 +20,14 @@ def test_untouched_stub_fails_with_one_friendly_line_and_no_traceback(repo):
 
 
 def test_an_error_inside_xtc_shows_xtc_message_first_and_keeps_the_traceback(repo):
-    stub = find(2).stub_path(repo)
-    stub.write_text(
-        stub.read_text().replace(
-            '    """A graph named "matmul" computing C = A @ B.',
-            "    a = O.tensor((I, K), dtype)\n"
-            "    with O.graph(name='matmul') as gb:\n"
-            "        O.matmul(a, a, name='C')  # the learner's mistake: A @ A\n"
-            "    return gb.graph\n"
-            '    """A graph named "matmul" computing C = A @ B.',
-        )
+    edit_stub(
+        repo,
+        2,
+        '    """A graph named "matmul" computing C = A @ B.',
+        "    a = O.tensor((I, K), dtype)\n"
+        "    with O.graph(name='matmul') as gb:\n"
+        "        O.matmul(a, a, name='C')  # the learner's mistake: A @ A\n"
+        "    return gb.graph\n",
     )
     code, out = run_pytest(repo, "katas/02_graph", "-k", "matmul_graph_structure")
     assert code == 1
