@@ -69,11 +69,33 @@ def test_every_function_is_tested_and_every_test_names_its_function(kata):
 
 
 @pytest.mark.parametrize("kata", KATAS, ids=IDS)
-def test_floors_name_both_backends_and_are_positive(kata):
+def test_caps_name_both_backends_and_are_positive(kata):
     from xtc_katas.backends import BACKENDS
 
     for task in kata.tasks:
-        if not task.floors:
+        if not task.caps:
             continue
-        assert sorted(dict(task.floors)) == sorted(BACKENDS), f"{task.function}: one per backend"
-        assert all(value > 0 for _, value in task.floors), f"{task.function}: floors are > 0"
+        assert sorted(dict(task.caps)) == sorted(BACKENDS), f"{task.function}: one per backend"
+        assert all(value > 0 for _, value in task.caps), f"{task.function}: caps are > 0"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_references_and_previous_tasks_name_solution_functions(kata):
+    # A typo in `reference` or `previous` would only show when a perf test runs: check
+    # here that each names a function the solutions define.
+    for task in kata.tasks:
+        for name in (task.reference, task.previous):
+            if not name:
+                continue
+            owner, function = kata.solution_of(name)
+            source = owner.solution_path().read_text()
+            assert f"def {function}(" in source, f"{kata.id}.{task.function}: {name} not found"
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_every_task_with_a_cap_names_the_problem_it_races(kata):
+    from xtc_katas.problems import PROBLEMS
+
+    for task in kata.tasks:
+        if task.caps:
+            assert task.problem in PROBLEMS, f"{task.function}: problem = one of {list(PROBLEMS)}"

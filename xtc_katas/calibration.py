@@ -1,12 +1,12 @@
-"""Calibrate the performance floors of katas 04 and 05: `python -m xtc_katas.calibration`.
+"""Measure the speed rule's figures on this machine: `python -m xtc_katas.calibration`.
 
-Each group is timed exactly as its test times it: naive, a "learner" and the reference
-side by side (timing.py), where the learner is the *previous* task's reference. Over N
-runs that gives the range of the reference's speedup (a floor must sit at or below
-HEADROOM = 0.7 of its slowest) and the range of the previous task's (a floor must sit
-above its fastest, so the earlier schedule cannot pass the later task). The script
-prints both, the current floors from the manifest, and whether each floor keeps the two
-rules.
+Every task with a cap in the manifest is raced as its test races it (speed_check.py,
+speed_rule.py), N times, with the reference solution in the learner's seat: naive, the
+reference, the previous technique's reference; kata 08 against numpy (timing.NumpyRace)
+on 1 and 2 threads. It prints the machine (machine.py), a table of the ranges (the
+reference's speedup, the previous task's, the bar of each run, a correct solution's
+smallest margin over its bar), and for each kata one row of the lesson's per-machine
+table, ready to paste.
 """
 
 from __future__ import annotations
@@ -15,113 +15,90 @@ import argparse
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from collections import defaultdict
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
-from xtc_katas import loader
+from xtc_katas import loader, machine
 from xtc_katas.backends import BACKENDS, KataBackend
 from xtc_katas.compiling import Workdir
-from xtc_katas.learner_schedules import apply_schedule, apply_spec, fresh_scheduler
-from xtc_katas.manifest import Kata, find
-from xtc_katas.problems import LARGE, SPLIT, TUTORIAL, Matmul
-from xtc_katas.speedups import HEADROOM, cores, measure
+from xtc_katas.learner_schedules import fresh_scheduler
+from xtc_katas.manifest import Kata, Task, katas
+from xtc_katas.problems import PROBLEMS
+from xtc_katas.speed_check import compile_solution, cores, race
+from xtc_katas.speed_rule import Race, bar
+from xtc_katas.timing import NumpyRace
+
+LARGE_THREADS = (1, 2)
 
 
-class InterchangeOnly:
-    """The schedule just before vectorizing, as imperative code and as a spec."""
-
-    @staticmethod
-    def schedule_interchange(sch: Any) -> None:
-        sch.interchange(["i", "k", "j"])
-
-    @staticmethod
-    def interchange_spec() -> dict:
-        return {"i": {}, "k": {}, "j": {}}
+def calibrated_tasks(selected: list[str] | None = None) -> list[tuple[Kata, Task]]:
+    return [
+        (kata, task)
+        for kata in katas()
+        for task in kata.tasks
+        if task.caps and (not selected or task.function in selected)
+    ]
 
 
-@dataclass(frozen=True)
-class Group:
-    kata: int
-    task: str
-    problem: Matmul
-    previous: tuple[str, str] | None  # ("solution" | "interchange", function)
-    parallel: bool = False
+def race_task(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) -> list[tuple]:
+    """[(label, Race, cap)] of one side-by-side run of this task."""
+    problem = PROBLEMS[task.problem]
+    cap = task.cap(backend.name)
+    if task.function == "schedule_large":
+        solution = loader.load(kata, solution=True)
+        found = []
+        for threads in LARGE_THREADS:
+            impl, scheduler = fresh_scheduler(backend, problem)
+            solution.schedule_large(scheduler, threads)
+            module = workdir.compile(impl, scheduler.schedule(), stem=f"large_{threads}")
+            numpy_race = NumpyRace({"reference": module}, problem, threads).run()
+            ratio = numpy_race.ratio("reference")
+            found.append((f"{task.function} {threads}T", Race(ratio, ratio), cap))
+        return found
+    learner = compile_solution(workdir, kata, task.reference or task.function, backend, problem)
+    result, _ = race(workdir, kata, task.function, backend, problem, learner)
+    return [(task.function, result, cap)]
 
 
-GROUPS = (
-    Group(4, "schedule_interchange", TUTORIAL, None),
-    Group(4, "schedule_vectorize", TUTORIAL, ("solution", "schedule_interchange")),
-    Group(4, "schedule_register_tile", TUTORIAL, ("solution", "schedule_vectorize")),
-    Group(4, "schedule_split", SPLIT, ("interchange", "schedule_interchange")),
-    Group(4, "schedule_parallel", LARGE, ("solution", "schedule_register_tile"), True),
-    Group(5, "vectorize_spec", TUTORIAL, ("interchange", "interchange_spec")),
-    Group(5, "register_tile_spec", TUTORIAL, ("solution", "vectorize_spec")),
-    Group(5, "split_spec", SPLIT, ("interchange", "interchange_spec")),
-    Group(5, "parallel_spec", LARGE, ("solution", "register_tile_spec"), True),
-)
-
-
-def compile_task(
-    workdir: Workdir,
-    kata: Kata,
-    module: ModuleType,
-    function: str,
-    backend: KataBackend,
-    problem: Matmul,
-) -> Any:
-    """Compile a kata 04 schedule function or a kata 05 spec function of `module`."""
-    apply = apply_schedule if function.startswith("schedule_") else apply_spec
-    impl, scheduler = apply(kata, module, function, backend, problem)
-    return workdir.compile(impl, scheduler.schedule(), stem=function)
-
-
-def run_group(group: Group, backend: KataBackend, workdir: Workdir, peak: float) -> tuple:
-    """(reference speedup, previous task's speedup or None) of one side-by-side run."""
-    kata = find(group.kata)
-    solution = loader.load(kata, solution=True)
-    impl, scheduler = fresh_scheduler(backend, group.problem)
-    naive = workdir.compile(impl, scheduler.schedule(), stem="naive")
-    reference = compile_task(workdir, kata, solution, group.task, backend, group.problem)
-    if group.previous is None:
-        previous = naive
-    else:
-        side, function = group.previous
-        source = solution if side == "solution" else InterchangeOnly
-        previous = compile_task(workdir, kata, source, function, backend, group.problem)
-    figures = measure(
-        {"naive": naive, "learner": previous, "reference": reference},
-        group.problem,
-        peak,
-        cores() if group.parallel else 1,
-    )
-    return figures.reference, (figures.learner if group.previous else None)
-
-
-def table(results: dict[str, dict[str, list[float]]]) -> list[str]:
-    """A Markdown table: measured ranges, the manifest's floor, and the two rules."""
+def table(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> list[str]:
     lines = [
-        "| task | backend | reference | previous task's reference | floor | rules |",
+        "| task | backend | reference | previous task's reference | bar (cap) | margin |",
         "|---|---|---|---|---|---|",
     ]
-    for key, values in results.items():
-        backend, task = key.split(" ")
-        group = next(g for g in GROUPS if g.task == task)
-        floor = find(group.kata).floor(task, backend)
-        ref, prev = values["reference"], values["previous"]
-        within = floor <= HEADROOM * min(ref)
-        rules = [f"≤ {HEADROOM:g} of slowest" if within else f"**above {HEADROOM:g} of slowest**"]
-        if prev and floor > max(prev):
-            rules.append("above previous")
-        elif prev:
-            rules.append("previous is as fast or faster: the shape test tells them apart")
-        shown_prev = f"{min(prev):.1f}–{max(prev):.1f}" if prev else "-"
+    for (label, backend), runs in results.items():
+        references = [r.reference for r, _ in runs]
+        previous = [r.previous for r, _ in runs if r.previous is not None]
+        bars = [bar(r, cap).value for r, cap in runs]
+        margin = min(bar(r, cap).margin(r.learner) for r, cap in runs)
         lines.append(
-            f"| {task} | {backend} | {min(ref):.1f}–{max(ref):.1f} | {shown_prev} | "
-            f"{floor:g} | {'; '.join(rules)} |"
+            f"| {label} | {backend} | {_span(references)} | {_span(previous)} | "
+            f"{_span(bars)} ({runs[0][1]:g}) | {margin:.2f} |"
         )
     return lines
+
+
+def machine_rows(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> list[str]:
+    """Per kata, this machine's row of the lesson's table: each task's reference range,
+    MLIR / TVM."""
+    by_kata: dict[str, list[str]] = defaultdict(list)
+    for kata, task in calibrated_tasks():
+        labels = (
+            [f"{task.function} {t}T" for t in LARGE_THREADS]
+            if task.function == "schedule_large"
+            else [task.function]
+        )
+        for label in labels:
+            cells = [_span([r.reference for r, _ in results.get((label, b), [])]) for b in BACKENDS]
+            if any(c != "-" for c in cells):
+                by_kata[kata.id].append(f"{label}: {' / '.join(cells)}")
+    return [
+        f"{kata_id}: | {machine.describe()} | " + " | ".join(cells) + " |"
+        for kata_id, cells in by_kata.items()
+    ]
+
+
+def _span(values: list[float]) -> str:
+    return f"{min(values):.3g}–{max(values):.3g}" if values else "-"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,11 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", action="append", help="only these tasks")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     args = parser.parse_args(argv)
-    from xtc_katas.peak import peak_fmas_per_s
-
-    groups = [g for g in GROUPS if not args.task or g.task in args.task]
-    results: dict[str, dict[str, list[float]]] = {}
-    peak = peak_fmas_per_s()
+    machine.emulate_cpu_info()
+    print(f"machine: {machine.describe()}; parallel races on {cores()} threads", flush=True)
+    results: dict[tuple[str, str], list[tuple[Race, float]]] = defaultdict(list)
     cwd = Path.cwd()
     with tempfile.TemporaryDirectory(prefix="xtc-katas-calibration-") as scratch:
         os.chdir(scratch)  # TVM writes ./tmpXXXX/ next to its compiles
@@ -143,20 +118,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for run in range(args.runs):
                 for name in args.backend or BACKENDS:
-                    for group in groups:
-                        ref, prev = run_group(group, KataBackend(name), workdir, peak)
-                        entry = results.setdefault(
-                            f"{name} {group.task}", {"reference": [], "previous": []}
-                        )
-                        entry["reference"].append(ref)
-                        if prev is not None:
-                            entry["previous"].append(prev)
+                    for kata, task in calibrated_tasks(args.task):
+                        for label, result, cap in race_task(kata, task, KataBackend(name), workdir):
+                            results[label, name].append((result, cap))
                 print(f"run {run + 1}/{args.runs} done", flush=True)
         finally:
             os.chdir(cwd)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        raw = {f"{b} {label}": [vars(r) for r, _ in runs] for (label, b), runs in results.items()}
+        args.json.write_text(json.dumps({"machine": machine.describe(), "races": raw}, indent=1))
     print("\n".join(table(results)))
+    print("\nthe lessons' per-machine rows (reference, MLIR / TVM):")
+    print("\n".join(machine_rows(results)))
     return 0
 
 

@@ -5,7 +5,8 @@
     python -m xtc_katas.explore 6 --solutions      # the reference search, to compare
 
 For each backend: the naive schedule's % of peak (the baseline), a progress bar with the
-best candidate so far, the top-10 table, and a PNG plot whose path is printed.
+best candidate so far, the top-10 table, and a PNG plot whose path is printed (its title
+names the machine). The search runs in a child process (isolation.iterate_isolated).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from xtc_katas import ROOT, exploration, loader
+from xtc_katas import ROOT, exploration, loader, machine
 from xtc_katas.backends import BACKENDS, KataBackend
 from xtc_katas.compiling import Workdir
+from xtc_katas.isolation import SEARCH_TIME_LIMIT_S, iterate_isolated
 from xtc_katas.learner_schedules import fresh_scheduler
 from xtc_katas.manifest import Kata, find
 from xtc_katas.problems import STRATEGY, TUTORIAL, Matmul
@@ -85,14 +87,26 @@ def main(argv: list[str] | None = None) -> int:
                 backend = KataBackend(name)
                 baseline = baseline_percent(backend, problem, peak, workdir)
                 print(f"\n{kata.id} on {name}, {problem.label}: naive {baseline:.2f}% of peak")
-                items = searching(kata, module, backend, problem, peak, args.num, args.seed)
+                # In a child process, streamed item by item: a crashing candidate stops the
+                # search with a message, and no kernel runs in this process.
+                items = iterate_isolated(
+                    searching,
+                    kata,
+                    module,
+                    backend,
+                    problem,
+                    peak,
+                    args.num,
+                    args.seed,
+                    time_limit_s=SEARCH_TIME_LIMIT_S,
+                )
                 results = exploration.run(items, description=f"{kata.id} {name}")
                 print(exploration.top_table(results, baseline))
                 png = exploration.plot(
                     results,
                     baseline,
                     out / f"{kata.id}-{name}-{side}.png",
-                    f"{kata.id} ({side}) on {name}: {problem.label}",
+                    f"{kata.id} ({side}) on {name}: {problem.label}\n{machine.describe()}",
                 )
                 print(f"plot: {png}")
         finally:

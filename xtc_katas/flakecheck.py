@@ -1,14 +1,17 @@
-"""Run the solutions' performance tests N times in a row and report each floor's margin.
+"""Run the solutions' performance tests N times in a row and report each bar's margin.
 
     python -m xtc_katas.flakecheck --runs 10 katas/04_scheduling katas/05_descript
     python -m xtc_katas.flakecheck --runs 10 --hog    # with the other core kept busy
+    python -m xtc_katas.flakecheck --runs 3 --isa avx2  # as an AVX2 machine would judge
 
-A floor that fails once in twenty runs is a bug, so this is how floors are re-checked on
-a new machine: every run is a plain `pytest --solutions -m perf` in a child process, its
-figures read back from the JUnit XML that pytest writes (record_perf puts them there as
-test properties). For each test it prints the smallest and largest speedup seen, the
-floor, and the margin: the smallest of speedup / floor that applied, over the runs. The
-check passes with no failure and every margin at MARGIN or more; the exit code says so.
+A speed judgement that fails once in twenty runs is a bug, so this is how the rule is
+re-checked on a new machine: every run is a plain `pytest --solutions -m perf` in a
+child process, its figures read back from the JUnit XML that pytest writes (record_perf
+puts them there as test properties). For each test it prints the smallest and largest
+speedup seen, the reference's, the bars that applied (speed_rule.py: each run sets its
+own), and the margin: the smallest of speedup / bar over the runs. The check passes
+with no failure and every margin at MARGIN or more; the exit code says so. The first
+line names the machine (machine.py).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import multiprocessing
+import os
 import shlex
 import subprocess
 import sys
@@ -24,9 +28,9 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-from xtc_katas import ROOT
+from xtc_katas import ROOT, machine
 
-#: The room a correct solution must keep above every floor, in every run.
+#: The room a correct solution must keep above every bar, in every run.
 MARGIN = 1.3
 
 
@@ -54,7 +58,7 @@ def run_once(paths: list[str], junit: Path, extra: list[str]) -> int:
 
 
 def figures(junit: Path) -> dict[str, dict]:
-    """test id -> its recorded perf figures (speedup, floor, ...) and outcome."""
+    """test id -> its recorded perf figures (speedup, bar, ...) and outcome."""
     found = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         name = f"{case.get('classname')}::{case.get('name')}"
@@ -77,7 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
     parser.add_argument("--pytest-args", default="", help="extra pytest arguments, quoted")
+    parser.add_argument(
+        "--isa", choices=sorted(machine.EMULATED), help="compile every kernel for this ISA"
+    )
     args = parser.parse_args(argv)
+    if args.isa:  # inherited by every pytest run
+        os.environ[machine.ISA_ENV] = args.isa
+    print(f"machine: {machine.describe()}", flush=True)
     hog = multiprocessing.Process(target=_burn, daemon=True) if args.hog else None
     if hog:
         hog.start()
@@ -108,29 +118,36 @@ def summarize(seen: dict[str, list[dict]]) -> tuple[list[str], int, list[str]]:
     failures = 0
     thin: list[str] = []
     table = [
-        "| test | runs | failures | speedup min–max | floor | margin (min of speedup/floor) |",
-        "|---|---|---|---|---|---|",
+        "| test | runs | failures | speedup min–max | reference min–max | bar min–max | margin |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, results in sorted(seen.items()):
         failed = sum(r["failed"] for r in results)
         failures += failed
         # kata 08 measures against numpy, not naive
-        speedups = [r.get("speedup_vs_numpy", r.get("speedup")) for r in results]
-        measured = [(s, r) for s, r in zip(speedups, results, strict=True) if s is not None]
-        floor = next((r["floor"] for r in results if "floor" in r), None)
-        if not measured or floor is None:
-            table.append(f"| {name} | {len(results)} | {failed} | - | - | - |")
+        measured = [
+            (r.get("speedup_vs_numpy", r.get("speedup")), r)
+            for r in results
+            if r.get("bar") is not None
+        ]
+        if not measured:
+            table.append(f"| {name} | {len(results)} | {failed} | - | - | - | - |")
             continue
-        margin = min(s / r.get("floor_applied", r["floor"]) for s, r in measured)
+        margin = min(s / r["bar"] for s, r in measured)
         short = name.split("::")[-1]
         if margin < MARGIN:
             thin.append(short)
-        fastest, slowest = max(s for s, _ in measured), min(s for s, _ in measured)
+        references = [r.get("reference_vs_numpy", r.get("reference_speedup")) for _, r in measured]
         table.append(
-            f"| {short} | {len(results)} | {failed} | "
-            f"{slowest:.1f}–{fastest:.1f} | {floor:g} | {margin:.2f} |"
+            f"| {short} | {len(results)} | {failed} | {_span(s for s, _ in measured)} | "
+            f"{_span(references)} | {_span(r['bar'] for _, r in measured)} | {margin:.2f} |"
         )
     return table, failures, thin
+
+
+def _span(values) -> str:
+    values = [v for v in values if v is not None]
+    return f"{min(values):.3g}–{max(values):.3g}" if values else "-"
 
 
 if __name__ == "__main__":

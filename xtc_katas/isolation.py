@@ -21,7 +21,7 @@ import multiprocessing
 import os
 import signal
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from xtc_katas.failures import KataFailure
@@ -79,35 +79,92 @@ def run_isolated(
     time_limit_s: float | None = None,
 ) -> T:
     """`function(*args)` in a forked child; its result, its exception, or a crash report."""
-    limit = TIME_LIMIT_S if time_limit_s is None else time_limit_s
-    _prepare_host_runtime()
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(sender, function, args), daemon=True)
-    process.start()
-    sender.close()
-    try:
-        if not receiver.poll(limit):
-            process.kill()
-            process.join()
-            raise KernelTimedOut(
-                f"{what} ran for more than {limit:g} s and was stopped. Likely causes: a "
-                "schedule that makes it very slow (a scalar loop over a big problem, a huge "
-                "unroll), or an endless loop. Raise the limit with "
-                "XTC_KATAS_KERNEL_TIME_LIMIT=<seconds> if it is just slow."
-            )
-        status, value = receiver.recv()
-    except EOFError:  # the child died before sending anything
-        process.join()
-        code = process.exitcode or 0
-        name = signal.Signals(-code).name if code < 0 else f"exit code {code}"
-        raise KernelCrashed(
-            f"{what} crashed ({name}). A kernel crashes when it reads or writes outside its "
-            "arrays: check the schedule's tile sizes and splits against the problem's shape."
-        ) from None
-    finally:
-        receiver.close()
-    process.join()
+    with _Child(_child, function, args, what, time_limit_s) as child:
+        status, value = child.receive()
     if status == "error":
         raise value
     return value
+
+
+def iterate_isolated(
+    function: Callable[..., Iterable[T]],
+    *args: Any,
+    what: str = "a kernel of your search",
+    time_limit_s: float | None = None,
+) -> Iterator[T]:
+    """Iterate `function(*args)` in a forked child, yielding each item as it arrives.
+
+    For a learner's search run outside pytest (`xtc-katas explore`): a progress bar
+    shows each candidate when it is measured, and a crashing or endless candidate stops
+    the search with a message instead of the command. The time limit is per item.
+    """
+    with _Child(_iterating_child, function, args, what, time_limit_s) as child:
+        while True:
+            status, value = child.receive()
+            if status == "item":
+                yield value
+            elif status == "error":
+                raise value
+            else:
+                return
+
+
+def _iterating_child(connection: Any, function: Callable[..., Any], args: tuple) -> None:
+    def items() -> Any:
+        for item in function(*args):
+            connection.send(("item", item))
+        return None
+
+    _child(connection, items, ())
+
+
+class _Child:
+    """A forked child running `target(sender, function, args)`, read through a pipe."""
+
+    def __init__(
+        self,
+        target: Callable[..., None],
+        function: Callable[..., Any],
+        args: tuple,
+        what: str,
+        time_limit_s: float | None,
+    ) -> None:
+        self.what = what
+        self.limit = TIME_LIMIT_S if time_limit_s is None else time_limit_s
+        _prepare_host_runtime()
+        context = multiprocessing.get_context("fork")
+        self.receiver, sender = context.Pipe(duplex=False)
+        self.process = context.Process(target=target, args=(sender, function, args), daemon=True)
+        self.process.start()
+        sender.close()
+
+    def __enter__(self) -> _Child:
+        return self
+
+    def receive(self) -> tuple[str, Any]:
+        try:
+            if not self.receiver.poll(self.limit):
+                self.process.kill()
+                self.process.join()
+                raise KernelTimedOut(
+                    f"{self.what} ran for more than {self.limit:g} s and was stopped. Likely "
+                    "causes: a schedule that makes it very slow (a scalar loop over a big "
+                    "problem, a huge unroll), or an endless loop. Raise the limit with "
+                    "XTC_KATAS_KERNEL_TIME_LIMIT=<seconds> if it is just slow."
+                )
+            return self.receiver.recv()
+        except EOFError:  # the child died before sending anything
+            self.process.join()
+            code = self.process.exitcode or 0
+            name = signal.Signals(-code).name if code < 0 else f"exit code {code}"
+            raise KernelCrashed(
+                f"{self.what} crashed ({name}). A kernel crashes when it reads or writes "
+                "outside its arrays: check the schedule's tile sizes and splits against the "
+                "problem's shape."
+            ) from None
+
+    def __exit__(self, *exc: object) -> None:
+        self.receiver.close()
+        if self.process.is_alive() and exc[0] is not None:
+            self.process.kill()
+        self.process.join()

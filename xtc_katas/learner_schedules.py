@@ -43,6 +43,14 @@ def apply_schedule(
     return impl, scheduler
 
 
+def apply_task(
+    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
+) -> tuple[Any, Any]:
+    """A kata 04 schedule function (`schedule_*`) or a spec function, applied and checked."""
+    apply = apply_schedule if function.startswith("schedule_") else apply_spec
+    return apply(kata, module, function, backend, problem)
+
+
 def apply_spec(
     kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
 ) -> tuple[Any, Any]:

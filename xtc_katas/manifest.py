@@ -27,15 +27,25 @@ class Task:
 
     function: str
     hints: tuple[str, ...]
-    #: Performance floor per backend: the speedup over the naive schedule, side by side,
-    #: that the learner's schedule must reach (calibrated; the figures are in the manifest).
-    floors: tuple[tuple[str, float], ...] = ()
+    #: Per backend, the most a perf test may ask: a speedup over the naive schedule (kata
+    #: 08: a ratio to numpy). The bar itself comes from the same run (speed_rule.py).
+    caps: tuple[tuple[str, float], ...] = ()
+    #: The solution timed next to the learner's kernel: "function" of this kata or
+    #: "NN_kata.function" of another; empty means this task's own function.
+    reference: str = ""
+    #: The previous technique's reference, timed in the same run, that a schedule must
+    #: beat where speed can tell the two apart; empty when there is none.
+    previous: str = ""
+    #: The problem its perf test races (a name in problems.PROBLEMS), and whether the
+    #: race runs on every core.
+    problem: str = ""
+    parallel: bool = False
 
-    def floor(self, backend: str) -> float:
-        floors = dict(self.floors)
-        if backend not in floors:
-            raise LookupError(f"{self.function} has no performance floor for {backend}")
-        return floors[backend]
+    def cap(self, backend: str) -> float:
+        caps = dict(self.caps)
+        if backend not in caps:
+            raise LookupError(f"{self.function} has no speed cap for {backend}")
+        return caps[backend]
 
 
 @dataclass(frozen=True)
@@ -65,11 +75,18 @@ class Kata:
     def task(self, function: str) -> Task | None:
         return next((t for t in self.tasks if t.function == function), None)
 
-    def floor(self, function: str, backend: str) -> float:
+    def cap(self, function: str, backend: str) -> float:
         task = self.task(function)
         if task is None:
             raise LookupError(f"{self.id} has no task {function}")
-        return task.floor(backend)
+        return task.cap(backend)
+
+    def solution_of(self, name: str) -> tuple[Kata, str]:
+        """A manifest reference ("function" or "NN_kata.function") as (kata, function)."""
+        if "." in name:
+            kata_id, function = name.split(".", 1)
+            return find(kata_id), function
+        return self, name
 
     def hints(self) -> list[str]:
         """All hints in order, task by task: what `xtc-katas hint` walks through."""
@@ -85,7 +102,15 @@ def katas() -> tuple[Kata, ...]:
             title=k["title"],
             module=k["module"],
             tasks=tuple(
-                Task(t["function"], tuple(t["hints"]), tuple(t.get("floor", {}).items()))
+                Task(
+                    t["function"],
+                    tuple(t["hints"]),
+                    tuple(t.get("cap", {}).items()),
+                    t.get("reference", ""),
+                    t.get("previous", ""),
+                    t.get("problem", ""),
+                    t.get("parallel", False),
+                )
                 for t in k["task"]
             ),
         )

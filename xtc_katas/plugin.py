@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from xtc_katas import ROOT, failures, loader, progress, stubs
+from xtc_katas import ROOT, failures, loader, machine, progress, stubs
 from xtc_katas.backends import BACKENDS, KataBackend, set_thread_defaults
 from xtc_katas.compiling import Workdir
 from xtc_katas.manifest import Kata, kata_of_path
-from xtc_katas.speedups import FloorCheck
+from xtc_katas.speed_check import SpeedCheck
 
 BACKEND_ENV = "XTC_KATAS_BACKEND"
 
@@ -50,6 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--solutions"):
         os.environ[loader.SOLUTIONS_ENV] = "1"
     set_thread_defaults()
+    machine.emulate_cpu_info()
     learner_run = not (config.getoption("--solutions") or config.getoption("--check-stubs"))
     if learner_run and not hasattr(config, "workerinput"):
         config.pluginmanager.register(ProgressRecorder(config), "xtc-katas-progress")
@@ -173,16 +174,16 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 
 
 @pytest.fixture
-def floor_check(
+def speed_check(
     kata_entry: Kata,
     backend: KataBackend,
     workdir: Workdir,
     peak: Callable[[], float],
     record_perf: PerfRecord,
-) -> FloorCheck:
-    """Time the learner's schedule, the naive one and the reference side by side; assert
-    the task's floor (a speedup over naive, from the manifest)."""
-    return FloorCheck(kata_entry, backend, workdir, peak, record_perf)
+) -> SpeedCheck:
+    """Race the learner's compiled kernel against naive, the reference and the previous
+    task's reference, in one run on this machine; assert the bar (speed_rule.py)."""
+    return SpeedCheck(kata_entry, backend, workdir, peak, record_perf)
 
 
 # --- reports ----------------------------------------------------------------------------
@@ -294,6 +295,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                     lines.append(f"{report.nodeid}: {shown}")
     if lines:
         terminalreporter.section("performance (side by side, min of repeats)")
+        terminalreporter.write_line(f"measured on {machine.describe()}")
         for line in sorted(lines):
             terminalreporter.write_line(line)
 

@@ -122,3 +122,12 @@ LARGE = Matmul(128, 256, 512)
 STRATEGY = Matmul(64, 128, 256)
 #: The tutorial's final challenge: 1 G FMAs, where numpy/OpenBLAS is the yardstick.
 CHALLENGE = Matmul(1024, 1024, 1024)
+
+#: The problems by the names the manifest's `problem` keys use.
+PROBLEMS = {
+    "tutorial": TUTORIAL,
+    "split": SPLIT,
+    "large": LARGE,
+    "strategy": STRATEGY,
+    "challenge": CHALLENGE,
+}

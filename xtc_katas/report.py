@@ -2,13 +2,14 @@
 
 For every task of a passing kata that has one schedule to measure (katas 04 and 05: each
 task; kata 08: the 1024^3 schedule on one thread), it compiles your version and the
-reference and times them side by side with the naive schedule (for kata 08, with numpy),
-as the tests do. Katas 06 and 07 are searches: their rows are the best candidate your
-last test run found, measured now side by side with the naive schedule (no reference
-row: re-running the reference search would take minutes).
+reference and races them exactly as the tests do (speed_check.race: with the naive
+schedule and the previous task's reference; kata 08: timing.NumpyRace, with numpy), every
+kernel in a child process. Katas 06 and 07 are searches: their rows are the best
+candidate your last test run found, as that run measured it (no reference row:
+re-running the reference search would take minutes).
 
 It writes report.json and report.png (speedup and % of peak per task, yours next to the
-reference's) and prints where.
+reference's, and the machine they were measured on) and prints where.
 """
 
 from __future__ import annotations
@@ -17,23 +18,23 @@ import argparse
 import json
 import os
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from xtc_katas import loader, progress
+from xtc_katas import loader, machine, progress
 from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.calibration import GROUPS, compile_task
 from xtc_katas.cli import kata_status
 from xtc_katas.compiling import Workdir
-from xtc_katas.learner_schedules import fresh_scheduler
-from xtc_katas.manifest import Kata, find
-from xtc_katas.problems import CHALLENGE
-from xtc_katas.speedups import cores, measure
-from xtc_katas.timing import percent_of_peak
+from xtc_katas.learner_schedules import apply_task, fresh_scheduler
+from xtc_katas.manifest import Kata, find, katas
+from xtc_katas.problems import PROBLEMS
+from xtc_katas.speed_check import cores, race
+from xtc_katas.timing import NumpyRace, percent_of_peak
+
+#: Katas whose tasks are one schedule each, measured again here (06, 07: searches).
+SCHEDULE_KATAS = ("04_scheduling", "05_descript")
 
 
 def _passing(kata: Kata) -> bool:
@@ -41,85 +42,66 @@ def _passing(kata: Kata) -> bool:
 
 
 def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
+    """Each task of a passing kata 04/05, raced as its test races it (speed_check.race)."""
     rows = []
-    for group in GROUPS:
-        kata = find(group.kata)
-        if not _passing(kata):
+    for kata in katas():
+        if kata.id not in SCHEDULE_KATAS or not _passing(kata):
             continue
-        impl, scheduler = fresh_scheduler(backend, group.problem)
-        modules = {
-            "naive": workdir.compile(impl, scheduler.schedule(), stem="naive"),
-            "learner": compile_task(
-                workdir,
-                kata,
-                loader.load(kata, solution=False),
-                group.task,
-                backend,
-                group.problem,
-            ),
-            "reference": compile_task(
-                workdir,
-                kata,
-                loader.load(kata, solution=True),
-                group.task,
-                backend,
-                group.problem,
-            ),
-        }
-        threads = cores() if group.parallel else 1
-        figures = measure(modules, group.problem, peak, threads)
-        rows.append(
-            {
-                "kata": kata.id,
-                "task": group.task,
-                "backend": backend.name,
-                "measure": "speedup over naive",
-                "yours": figures.learner,
-                "reference": figures.reference,
-                "yours_percent_of_peak": figures.learner_percent,
-                "reference_percent_of_peak": figures.reference_percent,
-            }
-        )
-        print(
-            f"  {kata.id} {group.task}: yours {figures.learner:.1f}x, "
-            f"reference {figures.reference:.1f}x",
-            flush=True,
-        )
+        learner_module = loader.load(kata, solution=False)
+        for task in kata.tasks:
+            problem = PROBLEMS[task.problem]
+            impl, scheduler = apply_task(kata, learner_module, task.function, backend, problem)
+            learner = workdir.compile(impl, scheduler.schedule(), stem=task.function)
+            result, timings = race(workdir, kata, task.function, backend, problem, learner)
+            threads = cores() if task.parallel else 1
+
+            def percent(name: str, t=timings, p=problem, n=threads) -> float:
+                return percent_of_peak(p.fmas, t.best[name], peak, n)
+
+            rows.append(
+                {
+                    "kata": kata.id,
+                    "task": task.function,
+                    "backend": backend.name,
+                    "measure": "speedup over naive",
+                    "yours": result.learner,
+                    "reference": result.reference,
+                    "yours_percent_of_peak": percent("learner"),
+                    "reference_percent_of_peak": percent("reference"),
+                }
+            )
+            print(
+                f"  {kata.id} {task.function}: yours {result.learner:.1f}x, "
+                f"reference {result.reference:.1f}x",
+                flush=True,
+            )
     return rows
 
 
 def challenge_row(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
+    """Kata 08 on one thread: yours and the reference raced with numpy (timing.NumpyRace)."""
     kata = find(8)
     if not _passing(kata):
         return []
-    a, b = CHALLENGE.inputs("random", seed=0)
-    out = np.empty(CHALLENGE.output_shape, dtype=CHALLENGE.dtype)
-    best: dict[str, float] = {}
-    evaluators = {}
+    problem = PROBLEMS[kata.tasks[0].problem]
+    modules = {}
     for side, solution in (("yours", False), ("reference", True)):
-        impl, scheduler = fresh_scheduler(backend, CHALLENGE)
+        impl, scheduler = fresh_scheduler(backend, problem)
         loader.load(kata, solution=solution).schedule_large(scheduler, 1)
-        module = workdir.compile(impl, scheduler.schedule(), stem=f"large_{side}")
-        evaluators[side] = module.get_evaluator(
-            parameters=([a, b], [out]), repeat=3, number=1, min_repeat_ms=0, validate=False
-        )
-    with threadpool_limits(limits=1, user_api="blas"):
-        for _ in range(5):
-            for side, evaluator in evaluators.items():
-                best[side] = min(best.get(side, np.inf), min(evaluator.evaluate()[0]))
-            start = time.perf_counter()
-            np.matmul(a, b, out=out)
-            best["numpy"] = min(best.get("numpy", np.inf), time.perf_counter() - start)
+        modules[side] = workdir.compile(impl, scheduler.schedule(), stem=f"large_{side}")
+    numpy_race = NumpyRace(modules, problem, threads=1).run(rounds=5)
     return [
         {
             "kata": kata.id,
             "task": "schedule_large (1 thread)",
             "backend": backend.name,
             "measure": "speed relative to numpy",
-            "yours": best["numpy"] / best["yours"],
-            "reference": best["numpy"] / best["reference"],
-            "yours_percent_of_peak": percent_of_peak(CHALLENGE.fmas, best["yours"], peak),
-            "reference_percent_of_peak": percent_of_peak(CHALLENGE.fmas, best["reference"], peak),
+            "yours": numpy_race.ratio("yours"),
+            "reference": numpy_race.ratio("reference"),
+            "yours_percent_of_peak": percent_of_peak(problem.fmas, numpy_race.best("yours"), peak),
+            "reference_percent_of_peak": percent_of_peak(
+                problem.fmas, numpy_race.best("reference"), peak
+            ),
         }
     ]
 
@@ -174,7 +156,10 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
     ax.set_yscale("log")
     ax.set_ylabel("speedup over naive (kata 08: ratio to numpy), log scale")
-    ax.set_title("xtc-katas report: yours vs the reference (labels: your % of peak)")
+    ax.set_title(
+        "xtc-katas report: yours vs the reference (labels: your % of peak)\n" + machine.describe(),
+        fontsize=9,
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -204,7 +189,8 @@ def main(args: argparse.Namespace) -> int:
         return 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps({"peak_fmas_per_s": peak, "rows": rows}, indent=1))
+    report = {"machine": machine.describe(), "peak_fmas_per_s": peak, "rows": rows}
+    (out / "report.json").write_text(json.dumps(report, indent=1))
     plot(rows, out / "report.png")
-    print(f"wrote {out / 'report.json'} and {out / 'report.png'}")
+    print(f"wrote {out / 'report.json'} and {out / 'report.png'} ({machine.describe()})")
     return 0

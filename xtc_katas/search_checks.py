@@ -158,18 +158,36 @@ HONEST_ABOVE = 1.5
 HONEST_BELOW = 3.0
 
 
+#: Extra side-by-side timings the harness takes before it calls a figure too fast.
+CONFIRMATIONS = 2
+
+
 def honesty_mistakes(
     reported: dict[str, float], modules: dict[str, Any], problem: Matmul, peak_fmas_per_s: float
 ) -> list[str]:
     """Time `modules` (candidate name -> compiled module) side by side and compare each
-    one's % of peak with what the learner's search `reported` for that name."""
-    timings = time_side_by_side(modules, problem, rounds=3)
-    found = []
-    for name, seconds in timings.best.items():
-        measured = percent_of_peak(problem.fmas, seconds, peak_fmas_per_s)
-        mistake = honesty_mistake(reported.get(name, 0.0), measured, name)
-        if mistake:
-            found.append(mistake)
+    one's % of peak with what the learner's search `reported` for that name.
+
+    A figure that reads too fast against the harness's is confirmed before it fails: the
+    harness times again, up to CONFIRMATIONS more times, and keeps each kernel's best.
+    Noise only slows a kernel down, so a harness measurement that caught a slow moment
+    (a frequency dip, a neighbour on the core) gets faster, while a search that really
+    reports a wrong figure (2 flops per FMA, a mean of nothing) stays wrong.
+    """
+    best: dict[str, float] = {}
+    for _ in range(1 + CONFIRMATIONS):
+        timings = time_side_by_side(modules, problem, rounds=3)
+        best = {name: min(t, best.get(name, t)) for name, t in timings.best.items()}
+        found = []
+        too_fast = False
+        for name, seconds in best.items():
+            measured = percent_of_peak(problem.fmas, seconds, peak_fmas_per_s)
+            mistake = honesty_mistake(reported.get(name, 0.0), measured, name)
+            if mistake:
+                found.append(mistake)
+                too_fast |= reported.get(name, 0.0) > HONEST_ABOVE * measured
+        if not too_fast:
+            break
     return found
 
 

@@ -2,18 +2,16 @@
 
 The same three judgements as kata 04, on the loop nest the spec declares: it computes
 A @ B, it has the shape the task asks (read from `get_loop_nest()` after
-descript_scheduler), and it reaches the task's floor, a speedup over the naive schedule
-timed side by side with it and with the reference spec (floors: katas/manifest.toml).
+descript_scheduler), and it reaches this run's bar, timed side by side with the naive
+schedule, the reference spec and the previous task's reference (xtc_katas/speed_rule.py).
 """
-
-from functools import partial
 
 import pytest
 
 from xtc_katas import loop_nests, numerics
 from xtc_katas.learner_schedules import apply_spec
 from xtc_katas.problems import LARGE, SPLIT, TUTORIAL
-from xtc_katas.speedups import cores
+from xtc_katas.speed_check import cores
 
 
 def build(kata_entry, backend, function, problem, module):
@@ -34,10 +32,10 @@ def assert_shape(mistakes, function):
     loop_nests.require(mistakes, "05_descript", function)
 
 
-def judge_speed(floor_check, kata_entry, kata, backend, function, problem, threads=1):
-    return floor_check(
-        function, problem, partial(build, kata_entry, backend, function, problem), kata, threads
-    )
+def judge_speed(speed_check, kata_entry, kata, backend, workdir, function, problem, threads=1):
+    """Race the learner's kernel against naive, the reference and the previous task's."""
+    learner = compiled(kata_entry, kata, backend, workdir, function, problem)
+    return speed_check(function, problem, learner, threads)
 
 
 # --- vectorize_spec: i, k, j and a vector tile of j --------------------------------------
@@ -54,8 +52,8 @@ def test_vectorize_spec_declares_a_stride_1_vector_tile(kata, kata_entry, backen
 
 
 @pytest.mark.perf
-def test_vectorize_spec_beats_naive(kata, kata_entry, backend, floor_check):
-    judge_speed(floor_check, kata_entry, kata, backend, "vectorize_spec", TUTORIAL)
+def test_vectorize_spec_beats_naive(kata, kata_entry, backend, workdir, speed_check):
+    judge_speed(speed_check, kata_entry, kata, backend, workdir, "vectorize_spec", TUTORIAL)
 
 
 # --- register_tile_spec ---------------------------------------------------------------
@@ -72,8 +70,10 @@ def test_register_tile_spec_declares_an_unrolled_tile_inside_k(kata, kata_entry,
 
 
 @pytest.mark.perf
-def test_register_tile_spec_beats_the_vectorized_spec(kata, kata_entry, backend, floor_check):
-    judge_speed(floor_check, kata_entry, kata, backend, "register_tile_spec", TUTORIAL)
+def test_register_tile_spec_beats_the_vectorized_spec(
+    kata, kata_entry, backend, workdir, speed_check
+):
+    judge_speed(speed_check, kata_entry, kata, backend, workdir, "register_tile_spec", TUTORIAL)
 
 
 # --- split_spec --------------------------------------------------------------------------
@@ -90,8 +90,8 @@ def test_split_spec_declares_a_vectorized_main_part(kata, kata_entry, backend):
 
 
 @pytest.mark.perf
-def test_split_spec_beats_naive(kata, kata_entry, backend, floor_check):
-    judge_speed(floor_check, kata_entry, kata, backend, "split_spec", SPLIT)
+def test_split_spec_beats_naive(kata, kata_entry, backend, workdir, speed_check):
+    judge_speed(speed_check, kata_entry, kata, backend, workdir, "split_spec", SPLIT)
 
 
 # --- parallel_spec -----------------------------------------------------------------------
@@ -108,5 +108,5 @@ def test_parallel_spec_declares_a_parallel_outer_loop(kata, kata_entry, backend)
 
 
 @pytest.mark.perf
-def test_parallel_spec_beats_naive_on_all_cores(kata, kata_entry, backend, floor_check):
-    judge_speed(floor_check, kata_entry, kata, backend, "parallel_spec", LARGE, cores())
+def test_parallel_spec_beats_naive_on_all_cores(kata, kata_entry, backend, workdir, speed_check):
+    judge_speed(speed_check, kata_entry, kata, backend, workdir, "parallel_spec", LARGE, cores())

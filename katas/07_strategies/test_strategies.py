@@ -3,8 +3,9 @@
 `explore_strategy` runs twice per backend, each run cached for the tests that read it:
 - with a harness strategy (Strategy_OO, 3 samples of seed 0) into which the harness slips
   an invalid sample, to check the contract, laziness, robustness and honesty;
-- with your `make_strategy(graph)`, 30 samples of seed 42: its best sample is then timed
-  side by side with the naive schedule against this kata's floor.
+- with your `make_strategy(graph)`, 30 samples of seed 42: its best sample is then raced,
+  on this machine, against the naive schedule and kata 05's register tile
+  (xtc_katas/speed_rule.py).
 """
 
 import pytest
@@ -13,7 +14,6 @@ from xtc_katas import numerics, search_checks
 from xtc_katas.isolation import SEARCH_TIME_LIMIT_S, run_isolated
 from xtc_katas.learner_schedules import fresh_scheduler
 from xtc_katas.problems import STRATEGY
-from xtc_katas.timing import percent_of_peak, time_side_by_side
 
 NUM, SEED = 30, 42  # the quality run: the tutorial's 30 samples of seed 42
 INVALID_AT = 1
@@ -107,7 +107,7 @@ def test_make_strategy_returns_an_xtc_strategy(kata):
 
 @pytest.mark.perf
 def test_make_strategy_best_of_30_samples_beats_naive(
-    searches, kata, kata_entry, backend, peak, workdir, record_perf
+    searches, kata, kata_entry, backend, peak, workdir, speed_check
 ):
     graph = STRATEGY.graph()
     strategy = kata.make_strategy(graph)
@@ -117,25 +117,18 @@ def test_make_strategy_best_of_30_samples_beats_naive(
     best = max(range(len(samples)), key=lambda n: run.items[n][3])
     learner = compile_sample(strategy, samples[best], backend, workdir, "best")
     numerics.assert_computes(learner, STRATEGY, backend.name)
-    impl, scheduler = fresh_scheduler(backend, STRATEGY)
-    naive = workdir.compile(impl, scheduler.schedule(), stem="naive")
-    timings = time_side_by_side({"best": learner, "naive": naive}, STRATEGY, rounds=3)
-    speedup = timings.speedup("best", "naive")
-    percent = percent_of_peak(STRATEGY.fmas, timings.best["best"], peak())
-    floor = kata_entry.floor("make_strategy", backend.name)
-    record_perf(
-        speedup=speedup,
-        percent_of_peak=percent,
+    # The race: naive, your best sample and kata 05's hand-written register tile (the
+    # reference) on this problem, side by side on this machine.
+    speed_check(
+        "make_strategy",
+        STRATEGY,
+        learner,
+        advice=f"the best of {NUM} samples (seed {SEED}) of {type(strategy).__name__}, "
+        f"{samples[best]}, is not enough. Pick a strategy whose samples are vectorized (the "
+        "v and vr variants), give it this machine's vec_size, or compare strategies with "
+        "`xtc-katas explore 7`",
         strategy=type(strategy).__name__,
         best=str(samples[best]),
-        floor=floor,
-    )
-    assert speedup >= floor, (
-        f"07_strategies › make_strategy(): the best of {NUM} samples (seed {SEED}) of "
-        f"{type(strategy).__name__}, {samples[best]}, runs {speedup:.1f}x naive on {backend} "
-        f"({percent:.1f}% of peak), below the floor of {floor:g}x. Pick a strategy whose "
-        "samples are vectorized (the v and vr variants), give it this machine's vec_size, "
-        "or compare strategies with `python -m xtc_katas.explore 7`"
     )
 
 

@@ -1,0 +1,101 @@
+"""Which machine a figure comes from: every speed figure the harness prints names it.
+
+The same schedule runs 56x naive on one CPU and 36x on another, so a figure without its
+machine means little. `describe()` gives the CPU model (as the OS reports it: a
+virtual machine may show only "AMD EPYC"), the family/model numbers that tell
+generations apart, the SIMD width the kernels are compiled for, the per-core caches and
+the core count.
+
+`XTC_KATAS_ISA=avx2` compiles every harness kernel as for an AVX2 machine (8 float32
+lanes, 16 vector registers) on an AVX-512 host, and makes XTC's `cpu_info()` say so:
+`python -m xtc_katas.flakecheck --isa avx2` checks the judgements of an AVX2 machine
+without one (numpy still runs this machine's BLAS kernel).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+ISA_ENV = "XTC_KATAS_ISA"
+#: What an emulated ISA compiles for: TVM's target options (XTC's TVMCompiler maps
+#: arch "avx2" to mcpu core-avx2) and MLIR's llc --mcpu (Haswell is the first AVX2 core).
+EMULATED = {
+    "avx2": {"tvm": {"target": "x86_64", "arch": "avx2"}, "mlir": {"cpu": "haswell"}},
+}
+LANES = {"avx2": 8}
+
+
+def emulated_isa() -> str | None:
+    isa = os.environ.get(ISA_ENV, "").strip().lower() or None
+    if isa is not None and isa not in EMULATED:
+        raise ValueError(f"{ISA_ENV}={isa!r}: the harness can emulate {sorted(EMULATED)}")
+    return isa
+
+
+def compiler_options(backend_impl: Any) -> dict[str, Any]:
+    """Extra get_compiler() options for the emulated ISA ({} when compiling natively)."""
+    isa = emulated_isa()
+    if isa is None:
+        return {}
+    name = "tvm" if "tvm" in type(backend_impl).__module__ else "mlir"
+    return dict(EMULATED[isa][name])
+
+
+def emulate_cpu_info() -> None:
+    """Make xtc.utils.cpu.cpu_info() report the emulated ISA's lanes (a no-op without one).
+
+    XTC's strategies, the loop-nest checks and the solutions read the SIMD width there.
+    """
+    isa = emulated_isa()
+    if isa is None:
+        return
+    import xtc.utils.cpu as cpu
+
+    if getattr(cpu.cpu_info, "emulated", None) == isa:
+        return
+    native = cpu.cpu_info
+
+    def cpu_info() -> dict[str, Any]:
+        info = native()
+        info["vsize"] = {"float32": LANES[isa], "float64": LANES[isa] // 2}
+        return info
+
+    cpu_info.emulated = isa  # type: ignore[attr-defined]
+    cpu.cpu_info = cpu_info
+
+
+@functools.cache
+def describe() -> str:
+    """One line: model, family/model, SIMD, per-core L1d and L2, cores."""
+    from cpuinfo import get_cpu_info
+
+    info = get_cpu_info()
+    flags = set(info.get("flags", []))
+    native = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
+    isa = emulated_isa()
+    simd = f"compiled as AVX2 on an {native} host" if isa == "avx2" else native
+    caches = [f"{name} {size}" for name, size in _caches()]
+    brand = info.get("brand_raw", "unknown CPU")
+    model = f"{brand} (family {info.get('family')} model {info.get('model')})"
+    per_core = [f"{' '.join(caches)} per core"] if caches else []
+    return ", ".join([model, simd, *per_core, f"{os.cpu_count()} cores"])
+
+
+def _caches() -> list[tuple[str, str]]:
+    """Core 0's data caches below L3, as Linux lists them: [("L1d", "48K"), ("L2", "1024K")]."""
+    from pathlib import Path
+
+    found = []
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            kib = int((index / "size").read_text().strip().rstrip("K"))
+        except (OSError, ValueError):
+            continue
+        if kind in ("Data", "Unified") and level in ("1", "2"):
+            shown = f"{kib // 1024} MiB" if kib >= 1024 and kib % 1024 == 0 else f"{kib} KiB"
+            found.append((f"L{level}{'d' if kind == 'Data' else ''}", shown))
+    return found

@@ -1,0 +1,128 @@
+"""The `speed_check` fixture of katas 04-07: time the learner's kernel in a race, judge it.
+
+One race (timing.py), in one child process: the naive schedule, the learner's kernel, the
+task's reference solution and, when the manifest names one, the previous technique's
+reference, interleaved. The judgement is speed_rule.py's, the same for every kata.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from xtc_katas import loader
+from xtc_katas.backends import KataBackend
+from xtc_katas.compiling import Workdir
+from xtc_katas.learner_schedules import apply_task, fresh_scheduler
+from xtc_katas.manifest import Kata
+from xtc_katas.problems import PROBLEMS, Matmul
+from xtc_katas.speed_rule import Bar, Race, bar, judge
+from xtc_katas.timing import Timings, percent_of_peak, time_side_by_side
+
+
+def cores() -> int:
+    """The cores a parallel schedule may use: what the runtimes were told (backends.py)."""
+    return int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1)
+
+
+def compile_solution(
+    workdir: Workdir, kata: Kata, name: str, backend: KataBackend, problem: Matmul
+) -> Any:
+    """Compile a manifest reference ("function" or "NN_kata.function") from solutions/."""
+    owner, function = kata.solution_of(name)
+    solution = loader.load(owner, solution=True)
+    impl, scheduler = apply_task(owner, solution, function, backend, problem)
+    return workdir.compile(impl, scheduler.schedule(), stem=f"{owner.number:02d}_{function}")
+
+
+def race(
+    workdir: Workdir,
+    kata: Kata,
+    function: str,
+    backend: KataBackend,
+    problem: Matmul,
+    learner: Any,
+    rounds: int | None = None,
+) -> tuple[Race, Timings]:
+    """Naive, `learner` (a compiled module), the reference and the previous task's
+    reference of `kata.function`, timed side by side; speedups over naive."""
+    task = kata.task(function)
+    if task is None:
+        raise LookupError(f"{kata.id} has no task {function}")
+    if PROBLEMS.get(task.problem) != problem:
+        raise LookupError(
+            f"{kata.id}.{function} races {problem.label}, the manifest says {task.problem!r}"
+        )
+    impl, scheduler = fresh_scheduler(backend, problem)
+    modules = {
+        "naive": workdir.compile(impl, scheduler.schedule(), stem="naive"),
+        "learner": learner,
+        "reference": compile_solution(workdir, kata, task.reference or function, backend, problem),
+    }
+    if task.previous:
+        modules["previous"] = compile_solution(workdir, kata, task.previous, backend, problem)
+    timings = time_side_by_side(modules, problem, **({"rounds": rounds} if rounds else {}))
+    return (
+        Race(
+            learner=timings.speedup("learner", "naive"),
+            reference=timings.speedup("reference", "naive"),
+            previous=timings.speedup("previous", "naive") if task.previous else None,
+        ),
+        timings,
+    )
+
+
+@dataclass
+class SpeedCheck:
+    """Judge one task's speed on this machine, against figures from the same run."""
+
+    kata: Kata
+    backend: KataBackend
+    workdir: Workdir
+    peak: Callable[[], float]
+    record_perf: Callable[..., None]
+
+    def __call__(
+        self,
+        function: str,
+        problem: Matmul,
+        learner: Any,
+        threads: int = 1,
+        advice: str = "",
+        **recorded: Any,
+    ) -> Bar:
+        """Race `learner` (a compiled module of `function`) and assert the bar.
+
+        `threads` is how many cores the kernels may use (the % of peak is of that many);
+        `advice` is the failure's "next:" line (default: the task's last hint);
+        `recorded` adds figures to the summary (e.g. the search's best candidate).
+        """
+        result, timings = race(self.workdir, self.kata, function, self.backend, problem, learner)
+        cap = self.kata.cap(function, self.backend.name)
+
+        def percent(name: str) -> float:
+            return percent_of_peak(problem.fmas, timings.best[name], self.peak(), threads)
+
+        applied = bar(result, cap)
+        self.record_perf(
+            speedup=result.learner,
+            percent_of_peak=percent("learner"),
+            reference_speedup=result.reference,
+            **({"previous_speedup": result.previous} if result.previous else {}),
+            cap=cap,
+            bar=applied.value,
+            **recorded,
+        )
+        task = self.kata.task(function)
+        hint = task.hints[-1] if task and task.hints else "see the lesson"
+        return judge(
+            result,
+            cap,
+            f"{self.kata.id} › {function}()",
+            f"faster than the naive schedule on {self.backend} ({problem.label})",
+            advice or f"{hint} (all hints: xtc-katas hint {self.kata.number})",
+            f"% of peak: yours {percent('learner'):.1f}%, the reference "
+            f"{percent('reference'):.1f}% ({threads} core{'s' if threads > 1 else ''})",
+        )

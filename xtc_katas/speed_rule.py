@@ -1,0 +1,115 @@
+"""The one rule behind every speed judgement: ratios measured in the same run, on this machine.
+
+A learner's machine is any x86-64 laptop or server: AVX2 or AVX-512, Intel or AMD, 2 to
+64 cores. A speedup calibrated on one of them is not a bar on another (kata 04's TVM
+register tile: 56x naive on an AMD EPYC with AVX-512, 36x on an Intel Xeon with
+AVX-512). So every judgement (katas 04-08, the search katas, `xtc-katas report`, the
+calibration tool) times, side by side in one run (timing.py): the learner's kernel, a
+baseline (the naive schedule, or numpy in kata 08), the task's reference solution, and,
+where the task adds one technique to the previous task's, the previous task's
+reference. All figures are speedups over the baseline. The bar is then
+
+    fast enough:         min(cap, HEADROOM x reference)
+    past the previous:   at least ABOVE_PREVIOUS x previous, as long as that stays
+                         below HEADROOM x reference
+
+`HEADROOM x reference` is what makes the bar fair on any CPU: the reference solution,
+run now on this machine, clears it by 1/HEADROOM = 1.43x whatever its speed here. The
+cap, from the manifest, keeps a very fast machine from asking more than the task
+teaches; it is never the only bar. The previous technique's reference keeps a schedule
+that skipped the task's technique from passing on speed, wherever speed can tell the two
+apart (reference / previous >= ABOVE_PREVIOUS / HEADROOM = 1.64x here). Where it cannot
+(MLIR's parallel loop is no faster than its sequential register tile), the task's
+loop-nest shape check is what catches it (loop_nests.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xtc_katas.failures import KataFailure
+
+#: The bar is at most this fraction of the reference's speedup in the same run. A correct
+#: solution, timed like the reference, reads within a few % of it (learner = reference,
+#: two compiles, side by side: 0.98-1.02); 1/0.7 = 1.43x leaves room for the noise the
+#: flake checks measure (flakecheck.py requires a margin of 1.3 in every run).
+HEADROOM = 0.7
+#: Where the previous task's reference is timed too, the bar is at least this much above
+#: it: the same schedule timed twice reads within ~5%, so 1.15x tells a new technique
+#: from an old one.
+ABOVE_PREVIOUS = 1.15
+
+
+@dataclass(frozen=True)
+class Race:
+    """Speedups over one baseline, every one of them from the same side-by-side run."""
+
+    learner: float
+    reference: float
+    previous: float | None = None
+
+
+@dataclass(frozen=True)
+class Bar:
+    """The speedup a learner must reach in this run, and why it is that number."""
+
+    value: float
+    reason: str
+
+    def margin(self, speedup: float) -> float:
+        return speedup / self.value
+
+
+def bar(race: Race, cap: float | None = None) -> Bar:
+    """The bar for this run (see the module's docstring for the rule)."""
+    relative = HEADROOM * race.reference
+    reference_part = f"{HEADROOM:g} of the reference's {race.reference:.3g}x in this run"
+    if cap is not None and cap <= relative:
+        value, reason = (
+            cap,
+            f"the task's cap of {cap:g}x (the reference reached {race.reference:.3g}x)",
+        )
+    else:
+        value, reason = relative, reference_part
+    if race.previous is not None:
+        above = min(ABOVE_PREVIOUS * race.previous, relative)
+        if above > value:
+            value = above
+            reason = (
+                f"{ABOVE_PREVIOUS:g}x the previous task's reference ({race.previous:.3g}x in "
+                "this run): a schedule without this task's technique must not pass"
+            )
+    return Bar(value, reason)
+
+
+def judge(
+    race: Race,
+    cap: float | None,
+    where: str,
+    measured: str,
+    advice: str,
+    details: str = "",
+) -> Bar:
+    """Raise a KataFailure naming the figures and the next step, or return the bar met.
+
+    `measured` says what the ratios are ("faster than the naive schedule on tvm
+    (4x32x512 float32 matmul)"); `details` adds what the caller knows (% of peak,
+    milliseconds, the BLAS kernel).
+    """
+    applied = bar(race, cap)
+    if race.learner >= applied.value:
+        return applied
+    lines = [
+        f"{where}: {race.learner:.3g}x {measured}, below this run's bar of "
+        f"{applied.value:.3g}x: {applied.reason}.",
+        f"  same run: yours {race.learner:.3g}x, the reference solution {race.reference:.3g}x"
+        + (f", the previous task's reference {race.previous:.3g}x" if race.previous else ""),
+    ]
+    if details:
+        lines.append(f"  {details}")
+    lines.append(f"  next: {advice}")
+    raise SpeedBelowBar("\n".join(lines))
+
+
+class SpeedBelowBar(KataFailure):
+    """The learner's kernel is correct but slower than this run's bar."""
