@@ -136,3 +136,37 @@ def test_flakecheck_requires_every_margin_over_the_bar_of_its_run():
     assert summarize(tight)[2] == ["test_a[tvm]"]
     numpy = {"k::test_b[1thread-tvm]": [{"failed": True, "speedup_vs_numpy": 1.0, "bar": 0.65}]}
     assert summarize(numpy)[1:] == (1, [])
+
+
+def _timings(seconds):
+    from xtc_katas.timing import Timings
+
+    return Timings(best=dict(seconds))
+
+
+def test_honesty_confirms_a_too_fast_report_before_failing_it(monkeypatch):
+    from xtc_katas import search_checks
+    from xtc_katas.problems import TUTORIAL
+    from xtc_katas.timing import percent_of_peak
+
+    peak = 1e11
+    true_seconds = 1e-6
+    honest = percent_of_peak(TUTORIAL.fmas, true_seconds, peak)
+    # The harness's first timing caught a slow moment (2x); the next ones see the truth.
+    readings = iter([2 * true_seconds, true_seconds, true_seconds])
+    calls = []
+
+    def timed(modules, problem, rounds):
+        calls.append(rounds)
+        return _timings({"tile": next(readings)})
+
+    monkeypatch.setattr(search_checks, "time_side_by_side", timed)
+    assert search_checks.honesty_mistakes({"tile": honest}, {"tile": None}, TUTORIAL, peak) == []
+    assert len(calls) == 2, "one confirmation was enough"
+
+    # A search that counts 2 flops per FMA stays 2x too fast after every confirmation.
+    readings = iter([true_seconds] * 3)
+    calls.clear()
+    found = search_checks.honesty_mistakes({"tile": 2 * honest}, {"tile": None}, TUTORIAL, peak)
+    assert len(found) == 1 and "2.00x" in found[0]
+    assert len(calls) == 1 + search_checks.CONFIRMATIONS

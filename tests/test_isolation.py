@@ -134,3 +134,48 @@ def test_a_hanging_test_times_out_with_the_likely_cause_and_the_run_goes_on(tmp_
     assert "01_peak › matmul_fmas(): this test timed out" in out, out
     assert "huge unroll" in out
     assert re.search(r"\b2 failed\b", out), "the next test still ran"
+
+
+def _items_then(how):
+    yield 1
+    yield 2
+    if how == "segfault":
+        ctypes.string_at(0)
+    if how == "raise":
+        raise ValueError("candidate 3 is broken")
+    yield 3
+
+
+def test_a_search_streams_its_items_from_the_child():
+    assert list(isolation.iterate_isolated(_items_then, "finish")) == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "how, error", [("segfault", isolation.KernelCrashed), ("raise", ValueError)]
+)
+def test_a_search_that_dies_gives_its_items_then_the_error(how, error):
+    seen = []
+    with pytest.raises(error):
+        for item in isolation.iterate_isolated(_items_then, how):
+            seen.append(item)
+    assert seen == [1, 2], "the items measured before the crash reach the progress bar"
+
+
+def _threads_seen(threads):
+    from threadpoolctl import threadpool_info
+
+    from xtc_katas.timing import limit_threads
+
+    limit_threads(threads)
+    openmp = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"]
+    return os.environ["TVM_NUM_THREADS"], openmp
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_kernels_raced_with_numpy_run_on_exactly_the_threads_asked(workdir, threads):
+    # An MLIR kernel loads OpenMP; limit_threads must reach it and TVM's variable.
+    impl, scheduler = fresh_scheduler(KataBackend("mlir"), TUTORIAL)
+    workdir.compile(impl, scheduler.schedule(), stem="loads_openmp")
+    tvm, openmp = isolation.run_isolated(_threads_seen, threads)
+    assert tvm == str(threads)
+    assert openmp and set(openmp) == {threads}, openmp

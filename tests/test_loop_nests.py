@@ -111,3 +111,36 @@ def test_parallel_wants_the_outermost_loop():
     inner = nest(LARGE, *REGISTER_TILE, ("parallelize", ["j"]))
     assert "not the outermost loop 'i'" in loop_nests.parallel_outer(inner)[0]
     assert "no loop is parallelized" in loop_nests.parallel_outer(nest(LARGE, *REGISTER_TILE))[0]
+
+
+#: Each task's shape check, by task: what the tests of katas 04 and 05 call.
+SHAPE_CHECKS = {
+    "schedule_vectorize": loop_nests.vector_tile,
+    "schedule_register_tile": loop_nests.register_tile,
+    "schedule_split": loop_nests.split_main_part,
+    "schedule_parallel": loop_nests.parallel_outer,
+    "vectorize_spec": loop_nests.vector_tile,
+    "register_tile_spec": loop_nests.register_tile,
+    "split_spec": loop_nests.split_main_part,
+    "parallel_spec": loop_nests.parallel_outer,
+}
+
+
+@pytest.mark.parametrize("function", sorted(SHAPE_CHECKS))
+def test_the_previous_tasks_reference_fails_this_tasks_shape_check(function):
+    # Where speed cannot tell a task's technique from the previous one on some machine
+    # (speed_rule.py), the shape check must: the previous reference, handed in for this
+    # task, is rejected on every machine.
+    from xtc_katas import loader
+    from xtc_katas.backends import KataBackend
+    from xtc_katas.learner_schedules import apply_task
+    from xtc_katas.manifest import katas
+    from xtc_katas.problems import PROBLEMS
+
+    kata = next(k for k in katas() if k.task(function))
+    task = kata.task(function)
+    owner, previous = kata.solution_of(task.previous)
+    solution = loader.load(owner, solution=True)
+    problem = PROBLEMS[task.problem]
+    _, scheduler = apply_task(owner, solution, previous, KataBackend("mlir"), problem)
+    assert SHAPE_CHECKS[function](scheduler.get_loop_nest()), f"{previous} passes {function}"

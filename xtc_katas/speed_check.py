@@ -89,18 +89,19 @@ class SpeedCheck:
         function: str,
         problem: Matmul,
         learner: Any,
-        threads: int = 1,
         advice: str = "",
         **recorded: Any,
     ) -> Bar:
         """Race `learner` (a compiled module of `function`) and assert the bar.
 
-        `threads` is how many cores the kernels may use (the % of peak is of that many);
         `advice` is the failure's "next:" line (default: the task's last hint);
-        `recorded` adds figures to the summary (e.g. the search's best candidate).
+        `recorded` adds figures to the summary (e.g. the search's best candidate). The %
+        of peak is of every core for a task the manifest marks `parallel`.
         """
         result, timings = race(self.workdir, self.kata, function, self.backend, problem, learner)
         cap = self.kata.cap(function, self.backend.name)
+        task = self.kata.task(function)
+        threads = cores() if task and task.parallel else 1
 
         def percent(name: str) -> float:
             return percent_of_peak(problem.fmas, timings.best[name], self.peak(), threads)
@@ -115,7 +116,6 @@ class SpeedCheck:
             bar=applied.value,
             **recorded,
         )
-        task = self.kata.task(function)
         hint = task.hints[-1] if task and task.hints else "see the lesson"
         return judge(
             result,

@@ -11,7 +11,6 @@ import pytest
 from xtc_katas import loop_nests, numerics
 from xtc_katas.learner_schedules import apply_spec
 from xtc_katas.problems import LARGE, SPLIT, TUTORIAL
-from xtc_katas.speed_check import cores
 
 
 def build(kata_entry, backend, function, problem, module):
@@ -32,10 +31,10 @@ def assert_shape(mistakes, function):
     loop_nests.require(mistakes, "05_descript", function)
 
 
-def judge_speed(speed_check, kata_entry, kata, backend, workdir, function, problem, threads=1):
+def judge_speed(speed_check, kata_entry, kata, backend, workdir, function, problem):
     """Race the learner's kernel against naive, the reference and the previous task's."""
     learner = compiled(kata_entry, kata, backend, workdir, function, problem)
-    return speed_check(function, problem, learner, threads)
+    return speed_check(function, problem, learner)
 
 
 # --- vectorize_spec: i, k, j and a vector tile of j --------------------------------------
@@ -109,4 +108,4 @@ def test_parallel_spec_declares_a_parallel_outer_loop(kata, kata_entry, backend)
 
 @pytest.mark.perf
 def test_parallel_spec_beats_naive_on_all_cores(kata, kata_entry, backend, workdir, speed_check):
-    judge_speed(speed_check, kata_entry, kata, backend, workdir, "parallel_spec", LARGE, cores())
+    judge_speed(speed_check, kata_entry, kata, backend, workdir, "parallel_spec", LARGE)

@@ -88,29 +88,34 @@ def with_threads(name: str, threads: int) -> dict[str, dict]:
 def fastest(sch: Any, specs: dict[str, dict], threads: int) -> str:
     """Compile every spec, time them side by side, return the fastest one's name.
 
-    The timing runs in a child process: a parallel kernel starts its runtime's thread
-    pool, and a pool started here would not survive the test harness's fork().
+    The harness's helpers do the plumbing: a fresh dump_file per compile (Workdir), and
+    the timing in a child process (run_isolated) on exactly `threads` threads
+    (limit_threads): a parallel kernel starts its runtime's thread pool, and a pool
+    started in this process would not survive the harness's later fork()s.
     """
+    from xtc_katas.compiling import Workdir
     from xtc_katas.isolation import run_isolated
 
     backend = sch.backend
     modules = {}
     with tempfile.TemporaryDirectory(prefix="xtc-kata08-tune-") as scratch:
-        for n, (name, spec) in enumerate(specs.items()):
+        workdir = Workdir(Path(scratch))
+        for name, spec in specs.items():
             impl = type(backend)(backend.graph)
             candidate = impl.get_scheduler()
             descript_scheduler(
                 scheduler=candidate, node_name="C", abstract_dims=["i", "j", "k"], spec=spec
             )
-            compiler = impl.get_compiler(dump_file=f"{scratch}/tune{n}", shared_lib=True)
-            modules[name] = compiler.compile(candidate.schedule())
+            modules[name] = workdir.compile(impl, candidate.schedule(), stem="tune")
         return run_isolated(_time_all, modules, threads, what="kata 08's tuning")
 
 
 def _time_all(modules: dict[str, Any], threads: int) -> str:
     import numpy as np
 
-    os.environ["TVM_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(threads)
+    from xtc_katas.timing import limit_threads
+
+    limit_threads(threads)
     a, b = (np.random.default_rng(0).random((1024, 1024), dtype=np.float32) for _ in "ab")
     out = np.empty((1024, 1024), dtype=np.float32)
     best = {name: float("inf") for name in modules}
@@ -134,7 +139,11 @@ def choice(sch: Any, threads: int) -> dict:
 
     cpu = get_cpu_info()
     backend = type(sch.backend).__module__.split(".")[2]  # "mlir" or "tvm"
-    machine = f"{cpu.get('brand_raw', '?')} (family {cpu.get('family')} model {cpu.get('model')})"
+    lanes = cpu_info()["vsize"]["float32"]
+    machine = (
+        f"{cpu.get('brand_raw', '?')} (family {cpu.get('family')} model {cpu.get('model')}), "
+        f"{lanes} float32 lanes"
+    )
     path = CACHE / "kata08-reference.json"
     known = json.loads(path.read_text()) if path.exists() else {}
 
