@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from xtc_katas import isolation, numerics, progress
+from xtc_katas import isolation, loader, numerics, progress
 from xtc_katas.backends import KataBackend
 from xtc_katas.learner_schedules import fresh_scheduler
 from xtc_katas.manifest import find
-from xtc_katas.problems import TUTORIAL, Matmul
+from xtc_katas.problems import LARGE, TUTORIAL, Matmul
 from xtc_katas.selfcheck import copy_repository, edit_stub, run_pytest
 
 
@@ -161,21 +161,38 @@ def test_a_search_that_dies_gives_its_items_then_the_error(how, error):
     assert seen == [1, 2], "the items measured before the crash reach the progress bar"
 
 
-def _threads_seen(threads):
+def _threads_used(module, threads, backend_name):
+    """Run a parallel kernel once after limit_threads(threads); its runtime's thread count."""
     from threadpoolctl import threadpool_info
 
     from xtc_katas.timing import limit_threads
 
     limit_threads(threads)
-    openmp = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"]
-    return os.environ["TVM_NUM_THREADS"], openmp
+    a, b = LARGE.inputs()
+    out = np.empty(LARGE.output_shape, np.float32)
+    module.get_evaluator(
+        parameters=([a, b], [out]), repeat=1, number=1, min_repeat_ms=0, validate=False
+    ).evaluate()
+    if backend_name == "mlir":
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"}
+    import tvm_ffi
+
+    return tvm_ffi.get_global_func("runtime.NumThreads")()
 
 
+@pytest.mark.parametrize("backend_name", ["mlir", "tvm"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_kernels_raced_with_numpy_run_on_exactly_the_threads_asked(workdir, threads):
-    # An MLIR kernel loads OpenMP; limit_threads must reach it and TVM's variable.
-    impl, scheduler = fresh_scheduler(KataBackend("mlir"), TUTORIAL)
-    workdir.compile(impl, scheduler.schedule(), stem="loads_openmp")
-    tvm, openmp = isolation.run_isolated(_threads_seen, threads)
-    assert tvm == str(threads)
-    assert openmp and set(openmp) == {threads}, openmp
+def test_kernels_raced_with_numpy_run_on_exactly_the_threads_asked(workdir, backend_name, threads):
+    # Kata 08 races XTC and numpy on the same threads: the child that runs a kernel must
+    # give TVM's pool (started there) and OpenMP (MLIR) exactly that many.
+    from xtc_katas.learner_schedules import apply_task
+
+    kata = find(4)
+    solution = loader.load(kata, solution=True)
+    impl, scheduler = apply_task(
+        kata, solution, "schedule_parallel", KataBackend(backend_name), LARGE
+    )
+    module = workdir.compile(impl, scheduler.schedule(), stem="parallel")
+    used = isolation.run_isolated(_threads_used, module, threads, backend_name)
+    expected = {threads} if backend_name == "mlir" else threads
+    assert used == expected, f"{backend_name}'s runtime runs {used} threads, asked {threads}"
