@@ -41,7 +41,7 @@ def git(repo, *args):
 
 
 @pytest.mark.parametrize(
-    "command", ["status", "run", "watch", "hint", "solution", "reset", "explore", "report"]
+    "command", ["status", "run", "watch", "hint", "solution", "reset", "show", "explore", "report"]
 )
 def test_every_subcommand_has_help(repo, command):
     code, out = cli(repo, command, "--help")
@@ -150,3 +150,29 @@ def test_report_measures_a_passing_kata_against_the_reference(repo):
     assert tasks == {t.function for t in find(4).tasks}
     for row in report["rows"]:
         assert row["yours"] > 1 and row["reference"] > 1
+
+
+def test_show_marks_the_vector_fmas_of_the_references_register_tile(repo):
+    code, out = cli(
+        repo, "show", "4", "schedule_register_tile", "--asm", "--reference", "--backend", "mlir"
+    )
+    assert code == 0, out
+    assert "===== 04_scheduling schedule_register_tile on mlir, 4x32x512" in out
+    assert "<== vector FMA" in out and "vector FMA instructions in this listing" in out
+
+
+@pytest.mark.parametrize("backend_name", ["mlir", "tvm"])
+def test_show_diffs_your_nest_with_the_reference(repo, backend_name):
+    solve(repo, 5)
+    code, out = cli(
+        repo, "show", "5", "register_tile_spec", "--nest", "--diff", "--backend", backend_name
+    )
+    assert code == 0, out
+    assert "(the same)" in out, "a copy of the reference has the reference's loop nest"
+
+
+def test_show_on_an_untouched_stub_says_so(repo):
+    code, out = cli(repo, "show", "8", "--ir", "--backend", "mlir")
+    assert code == 1
+    assert "08_large_matmul › schedule_large() is not implemented yet." in out
+    assert "--reference" in out

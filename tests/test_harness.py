@@ -170,3 +170,14 @@ def test_honesty_confirms_a_too_fast_report_before_failing_it(monkeypatch):
     found = search_checks.honesty_mistakes({"tile": 2 * honest}, {"tile": None}, TUTORIAL, peak)
     assert len(found) == 1 and "2.00x" in found[0]
     assert len(calls) == 1 + search_checks.CONFIRMATIONS
+
+
+def test_a_search_that_ignores_the_backend_it_was_given_is_named():
+    from xtc_katas.search_checks import SearchRun, laziness_mistakes
+
+    honest = SearchRun(items=[()] * 4, compiles_after_first=1, compiles=3)
+    assert laziness_mistakes(honest, valid=3) == []
+    # It imported its own backend: nothing went through the one under test.
+    own = SearchRun(items=[()] * 4, compiles_after_first=0, compiles=0)
+    (mistake,) = laziness_mistakes(own, valid=3)
+    assert "through the `Backend` it was given" in mistake

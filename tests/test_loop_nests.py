@@ -62,6 +62,31 @@ def test_register_tile_accepts_the_reference_shape():
 
 
 @pytest.mark.parametrize(
+    "steps",
+    [
+        (
+            ("strip_mine", "i", {"i1": 2}),
+            ("strip_mine", "j", {"j1": 32}),
+            ("interchange", ["i", "j", "k", "i1", "j1"]),
+            ("unroll", {"i1": 2}),
+            ("vectorize", ["j1"]),
+        ),
+        (
+            ("strip_mine", "i", {"i1": 4}),
+            ("strip_mine", "j", {"j1": 16}),
+            ("strip_mine", "k", {"k1": 2}),
+            ("interchange", ["i", "j", "k", "k1", "i1", "j1"]),
+            ("unroll", {"k1": 2, "i1": 4}),
+            ("vectorize", ["j1"]),
+        ),
+    ],
+    ids=["2x32 tile", "4x16 tile with k unrolled"],
+)
+def test_register_tile_accepts_right_answers_of_other_shapes(steps):
+    assert loop_nests.register_tile(nest(TUTORIAL, *steps)) == []
+
+
+@pytest.mark.parametrize(
     "steps, expected",
     [
         ((*REGISTER_TILE[:3], REGISTER_TILE[4]), "is not unrolled"),
@@ -83,8 +108,12 @@ def test_register_tile_accepts_the_reference_shape():
             ),
             "spills",
         ),
+        (
+            (*REGISTER_TILE[:3], ("unroll", {"i1": 1}), REGISTER_TILE[4]),
+            "a factor of 1 unrolls nothing",
+        ),
     ],
-    ids=["not unrolled", "tile outside k", "too many accumulators"],
+    ids=["not unrolled", "tile outside k", "too many accumulators", "unrolled by 1"],
 )
 def test_register_tile_names_what_is_missing(steps, expected):
     mistakes = loop_nests.register_tile(nest(TUTORIAL, *steps))

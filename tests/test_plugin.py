@@ -57,3 +57,100 @@ def test_pytest_n_2_runs_the_correctness_tests_and_leaves_perf_out(repo):
     assert "perf tests do not run under pytest -n" in out
     assert " passed" in out
     assert "beats_naive" not in out and "untransformed_loop_nest" not in out, "perf tests ran"
+
+
+def test_a_renamed_function_is_named_not_an_attribute_error(repo):
+    stub = find(4).stub_path(repo)
+    stub.write_text(stub.read_text().replace("def schedule_split(", "def schedule_splits("))
+    code, out = run_pytest(repo, "katas/04_scheduling", "-k", "schedule_split", "--backend", "mlir")
+    assert code == 1
+    assert (
+        "04_scheduling: katas/04_scheduling/scheduling.py has no function schedule_split: "
+        "renamed or deleted?"
+    ) in out
+    assert "AttributeError" not in out
+
+
+WRAPPER = """    from xtc.search.strategies import Strategy_OO
+
+    class Wrapped:  # the tutorial's section 8: a wrapper around a strategy's samples
+        def __init__(self, strategy):
+            self._strategy = strategy
+
+        def sample(self, num, seed):
+            return list(self._strategy.sample(num, seed))
+
+        def generate(self, scheduler, sample):
+            return self._strategy.generate(scheduler, sample)
+
+    return Wrapped(Strategy_OO(graph, vec_size=16))
+"""
+
+
+@pytest.mark.parametrize(
+    "body, passes",
+    [(WRAPPER, True), ("    return [[4, 16, 1]]  # samples, not a strategy\n", False)],
+    ids=["duck-typed wrapper", "a list of samples"],
+)
+def test_make_strategy_accepts_a_strategy_by_what_it_does(repo, body, passes):
+    edit_stub(repo, 7, '    """Choose a strategy class', body)
+    code, out = run_pytest(repo, "katas/07_strategies", "-k", "returns_an_xtc_strategy")
+    assert (code == 0) == passes, out
+    if not passes:
+        assert "make_strategy() returned a list without sample() and generate()" in out
+
+
+def test_a_bare_assertion_in_xtc_shows_the_line_that_failed(repo):
+    # The tutorial's set_dims(["i", "j", "k"]) on the matmul+relu graph, whose scheduled
+    # node is the relu (loops i, j): XTC asserts without a message.
+    edit_stub(
+        repo,
+        3,
+        '    """Compile `graph` with XTC',
+        "    backend = Backend(graph)\n"
+        "    scheduler = backend.get_scheduler()\n"
+        '    scheduler.set_dims(["i", "j", "k"])\n'
+        "    compiler = backend.get_compiler(dump_file=dump_file, shared_lib=True)\n"
+        "    return compiler.compile(scheduler.schedule())\n",
+    )
+    code, out = run_pytest(repo, "katas/03_compile", "-k", "matmul_then_relu", "--backend", "tvm")
+    assert code == 1
+    header = "03_compile › compile_baseline(): XTC rejected it with AssertionError: (no message)"
+    assert header in out and "in set_dims()" in out, out
+    assert "assert len(" in out.split(header, 1)[1].splitlines()[0]
+
+
+def test_a_module_compiled_without_shared_lib_is_explained(repo):
+    edit_stub(
+        repo,
+        3,
+        '    """Compile `graph` with XTC',
+        "    backend = Backend(graph)\n"
+        "    compiler = backend.get_compiler(dump_file=dump_file)  # no shared_lib=True\n"
+        "    return compiler.compile(backend.get_scheduler().schedule())\n",
+    )
+    code, out = run_pytest(
+        repo, "katas/03_compile", "-k", "computes_the_matmul", "--backend", "mlir"
+    )
+    assert code == 1
+    assert "03_compile: the compiled module has no shared library to load" in out, out
+    assert "shared_lib=True" in out
+
+
+def test_an_interchanged_baseline_fails_on_mlir_where_speed_cannot_tell(repo):
+    # On MLIR an interchange gains only ~1.8x: the loop-nest check, not speed, catches it.
+    edit_stub(
+        repo,
+        3,
+        '    """Compile `graph` with XTC',
+        "    backend = Backend(graph)\n"
+        "    scheduler = backend.get_scheduler()\n"
+        '    scheduler.interchange(["i", "k", "j"])\n'
+        "    compiler = backend.get_compiler(dump_file=dump_file, shared_lib=True)\n"
+        "    return compiler.compile(scheduler.schedule())\n",
+    )
+    code, out = run_pytest(
+        repo, "katas/03_compile", "-k", "applies_no_transformation", "--backend", "mlir"
+    )
+    assert code == 1
+    assert "compile_baseline() transformed the loop nest on mlir" in out, out

@@ -1,6 +1,6 @@
 """`xtc-katas`: the learner's loop on top of pytest.
 
-status (the default), run, watch, hint, solution, reset, explore, report: each with
+status (the default), run, watch, hint, solution, reset, show, explore, report: each with
 --help. Progress is never hand-kept: `status` runs pytest on the first kata whose
 recorded results are missing or stale, and reads every result back from pytest's cache.
 """
@@ -365,6 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--backend", action="append", choices=["mlir", "tvm"])
     report.add_argument("--out", type=Path, default=ROOT / ".xtc-katas" / "report")
     report.set_defaults(func=cmd_report)
+    from xtc_katas import show
+
+    show.add_parser(sub)
     return parser
 
 

@@ -18,6 +18,16 @@ from xtc_katas.manifest import Kata
 
 XTC_PACKAGES = ("xtc", "tvm", "mlir")
 
+#: XTC errors whose message does not say what the learner did: (type, text, advice).
+KNOWN_ERRORS = (
+    (
+        OSError,
+        "cannot open shared object",
+        "the compiled module has no shared library to load: XTC writes one only with "
+        "get_compiler(dump_file=..., shared_lib=True) (without it, MLIR leaves no .so)",
+    ),
+)
+
 
 class KataFailure(AssertionError):
     """A failure the harness found in the learner's work; its message is the whole story.
@@ -72,6 +82,16 @@ def _raised_in_xtc(tb: TracebackType | None) -> bool:
     return any(p in XTC_PACKAGES for p in parts) and "site-packages" in parts
 
 
+def _failing_line(tb: TracebackType | None) -> str:
+    """For an error without a message (a bare `assert` in XTC): the line that raised it."""
+    frames = traceback.extract_tb(tb) if tb is not None else []
+    if not frames:
+        return "(no message)"
+    last = frames[-1]
+    where = "/".join(Path(last.filename).parts[-3:])
+    return f"(no message) `{(last.line or '').strip()}` in {last.name}(), {where}:{last.lineno}"
+
+
 def _where(kata: Kata) -> str:
     stub = kata.stub_path().relative_to(ROOT)
     return f"edit {stub}, then run: pytest katas/{kata.id}"
@@ -113,6 +133,9 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> tuple[
             return message, False
         original = "".join(traceback.format_exception(cause)).rstrip()
         return f"{message}\n\nThe original error, from XTC:\n{original}", False
+    for kind, text, advice in KNOWN_ERRORS:
+        if isinstance(exc, kind) and text in str(exc):
+            return f"{kata.id}: {advice}\n  {_where(kata)}", True
     function = learner_function(kata, tb, exc)
     if function is None:
         return None
@@ -120,7 +143,8 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> tuple[
         return not_implemented(kata, function), False
     if _raised_in_xtc(tb):
         return (
-            f"{kata.id} › {function}(): XTC rejected it with {type(exc).__name__}: {exc}\n"
+            f"{kata.id} › {function}(): XTC rejected it with {type(exc).__name__}: "
+            f"{str(exc) or _failing_line(tb)}\n"
             f"  Fix the call in {function}() that the traceback below points at.",
             True,
         )

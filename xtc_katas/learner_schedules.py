@@ -26,6 +26,43 @@ def fresh_scheduler(backend: KataBackend, problem: Matmul) -> tuple[Any, Any]:
     return impl, impl.get_scheduler()
 
 
+class SchedulerRecorder:
+    """Wraps an XTC Backend class; keeps each backend and scheduler a learner's code makes.
+
+    For the functions that build their own schedule (kata 03's `compile_baseline`): the
+    harness hands `recorder.Backend` in, then reads the loop nest that was compiled.
+    """
+
+    def __init__(self, backend_class: Any) -> None:
+        self.made: list[tuple[Any, Any]] = []
+        recorder = self
+
+        class RecordingBackend:
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                self._impl = backend_class(*args, **kwargs)
+
+            def get_scheduler(self, *args: Any, **kwargs: Any) -> Any:
+                scheduler = self._impl.get_scheduler(*args, **kwargs)
+                recorder.made.append((self._impl, scheduler))
+                return scheduler
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._impl, name)
+
+        self.Backend = RecordingBackend
+
+    @property
+    def schedulers(self) -> list[Any]:
+        return [scheduler for _, scheduler in self.made]
+
+    def last(self) -> tuple[Any, Any]:
+        if not self.made:
+            raise LookupError(
+                "no scheduler was made: build one with Backend(graph).get_scheduler()"
+            )
+        return self.made[-1]
+
+
 def apply_schedule(
     kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
 ) -> tuple[Any, Any]:

@@ -45,10 +45,13 @@ def machine(dtype: str = "float32") -> Machine:
     """XTC's own reading of the CPU (xtc.utils.cpu), plus the register file of that ISA."""
     from xtc.utils.cpu import cpu_info
 
-    lanes = int(cpu_info()["vsize"][dtype])
-    wide = lanes * 4 >= 64  # 512-bit vectors: AVX-512 has 32 of them, AVX2 and NEON 16
-    isa = {True: "AVX-512", False: "AVX2" if lanes * 4 == 32 else "SIMD"}[wide]
-    return Machine(lanes=lanes, registers=32 if wide else 16, isa=isa)
+    info = cpu_info()
+    lanes = int(info["vsize"][dtype])
+    if info.get("arch") in ("aarch64", "arm64"):  # NEON: 32 registers of 128 bits
+        return Machine(lanes=lanes, registers=32, isa="NEON")
+    wide = lanes * 4 >= 64  # 512-bit vectors: AVX-512 has 32 of them (zmm0-31)
+    isa = "AVX-512" if wide else "AVX2" if lanes * 4 == 32 else "SIMD"
+    return Machine(lanes=lanes, registers=32 if wide else 16, isa=isa)  # AVX2: ymm0-15
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,12 @@ def register_tile(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> l
         mistakes.append(
             f"the row tile {rows.name!r} is not unrolled: unroll({{{rows.name!r}: "
             f"{rows.size}}}) so each row's accumulator becomes its own register"
+        )
+    elif rows.size is not None and node.unroll[rows.name] < rows.size:
+        mistakes.append(
+            f"the row tile {rows.name!r} is unrolled by {node.unroll[rows.name]}, not by its "
+            f"{rows.size} rows: unroll({{{rows.name!r}: {rows.size}}}) so that every row's "
+            "accumulator becomes its own register (a factor of 1 unrolls nothing)"
         )
     vec = node_loops[-1]
     if vec.size and rows.size and not mistakes:

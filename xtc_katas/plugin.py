@@ -161,14 +161,19 @@ def record_perf(request: pytest.FixtureRequest) -> PerfRecord:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
-    """Fail at once, before any costly setup in the test body, on an untouched stub."""
-    if item.config.getoption("--check-stubs"):
-        return
+    """Fail at once, before any costly setup in the test body, on an untouched stub or a
+    function the learner's module lacks (renamed or deleted)."""
     module = getattr(item, "funcargs", {}).get("kata")
     kata = kata_of_path(Path(item.path))
     if module is None or kata is None:
         return
-    name = stubs.first_untouched(kata, module, getattr(item, "originalname", item.name))
+    test_name = getattr(item, "originalname", item.name)
+    missing = stubs.first_missing(kata, module, test_name)
+    if missing:
+        raise stubs.FunctionMissing(kata, missing)
+    if item.config.getoption("--check-stubs"):
+        return
+    name = stubs.first_untouched(kata, module, test_name)
     if name:
         raise stubs.StubNotImplemented(kata, name)
 

@@ -120,8 +120,19 @@ def contract_mistakes(run: SearchRun, candidates: list[Any], label: str) -> list
     return mistakes
 
 
-def laziness_mistakes(run: SearchRun) -> list[str]:
+def laziness_mistakes(run: SearchRun, valid: int = 1) -> list[str]:
+    """One compile per item, made when the item is asked for, through the given Backend.
+
+    `valid` is how many candidates compile: each must go through the Backend class the
+    search was handed (a search that imports its own backend measures the wrong one).
+    """
     mistakes = []
+    if run.compiles < valid:
+        mistakes.append(
+            f"it compiled {run.compiles} candidates through the `Backend` it was given, for "
+            f"{valid} valid ones: build each with `Backend(graph)` from that argument, not a "
+            "backend you import (the search must measure the backend under test)"
+        )
     if run.compiles_before_first:
         mistakes.append(
             f"it compiled {run.compiles_before_first} candidates before the first item was "

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from xtc_katas.failures import KataFailure
 from xtc_katas.manifest import Kata
 
 
@@ -74,6 +75,29 @@ def source_is_untouched(kata: Kata, source: str) -> bool:
 def functions_checked_by(kata: Kata, test_name: str) -> list[str]:
     """The kata functions a test checks: by contract, their names are in the test's name."""
     return [task.function for task in kata.tasks if task.function in test_name]
+
+
+class FunctionMissing(KataFailure):
+    """The learner's module lacks a function a test checks: renamed or deleted."""
+
+    def __init__(self, kata: Kata, function: str) -> None:
+        stub = kata.stub_path().relative_to(kata.stub_path().parents[2])
+        super().__init__(
+            f"{kata.id}: {stub} has no function {function}: renamed or deleted? The tests "
+            f"call {function}() by that name (the stub's signature is in "
+            f"solutions/{kata.id}/ once you pass, and in `git show HEAD:{stub}`).\n"
+            f"  edit {stub}, then run: pytest katas/{kata.id}"
+        )
+        self.kata = kata
+        self.function = function
+
+
+def first_missing(kata: Kata, module: ModuleType, test_name: str) -> str | None:
+    """A function the test checks that the learner's module does not define."""
+    return next(
+        (name for name in functions_checked_by(kata, test_name) if not hasattr(module, name)),
+        None,
+    )
 
 
 def first_untouched(kata: Kata, module: ModuleType, test_name: str) -> str | None:

@@ -11,6 +11,7 @@ import pytest
 
 from xtc_katas import numerics
 from xtc_katas.isolation import run_isolated
+from xtc_katas.learner_schedules import SchedulerRecorder, fresh_scheduler
 from xtc_katas.problems import Matmul
 from xtc_katas.timing import percent_of_peak, time_side_by_side
 
@@ -38,6 +39,25 @@ def test_compile_baseline_computes_the_matmul(kata, backend, workdir):
 def test_compile_baseline_computes_matmul_then_relu(kata, backend, workdir):
     module = kata.compile_baseline(WITH_RELU.graph(), backend.Backend, workdir.dump_file())
     numerics.assert_computes(module, WITH_RELU, backend.name, kinds=("signed", "edge"))
+
+
+def test_compile_baseline_applies_no_transformation(kata, backend, workdir):
+    # Read from the loop nest, so it holds on every machine: an interchange that gains
+    # only 1.8x on MLIR is as wrong here as one that gains 27x on TVM.
+    recorder = SchedulerRecorder(backend.Backend)
+    kata.compile_baseline(TUTORIAL.graph(), recorder.Backend, workdir.dump_file())
+    assert recorder.schedulers, (
+        "03_compile › compile_baseline(): get the scheduler from the backend: "
+        "Backend(graph).get_scheduler()"
+    )
+    default = fresh_scheduler(backend, TUTORIAL)[1].get_loop_nest().root_node.pretty_print()
+    for scheduler in recorder.schedulers:
+        nest = scheduler.get_loop_nest().root_node.pretty_print()
+        assert nest == default, (
+            f"03_compile › compile_baseline() transformed the loop nest on {backend}: the "
+            f"baseline is XTC's default, every later speedup is measured against it.\n"
+            f"  default:\n{default}\n  yours:\n{nest}"
+        )
 
 
 @pytest.mark.perf
@@ -131,6 +151,16 @@ def test_generated_code_captures_the_printed_text(kata, backend, workdir, what):
     assert re.search(pattern, text), f"the {what} on {backend} should contain /{pattern}/"
     if what == "assembly":
         assert re.search(r"^\s*ret\b", text, re.MULTILINE), "a listing ends each function: ret"
+    # Only what was asked: an IR holds no machine code, a listing no IR.
+    others = [w for w in ("source_ir", "transformed_ir", "assembly") if w != what]
+    foreign = ["assembly"] if what != "assembly" else ["source_ir", "transformed_ir"]
+    for other in foreign:
+        marker = MARKERS[(backend.name, other)]
+        assert not re.search(marker, text), (
+            f"generated_code(..., {what!r}) on {backend} also printed the {other} "
+            f"(/{marker}/): pass only the print_... flag that `what` asks for, "
+            f"not those of {' and '.join(others)}"
+        )
 
 
 def test_generated_code_rejects_an_unknown_what_before_compiling(kata, backend, workdir):

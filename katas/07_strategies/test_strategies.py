@@ -94,12 +94,15 @@ WHERE = "07_strategies › explore_strategy()"
 
 
 def test_make_strategy_returns_an_xtc_strategy(kata):
-    from xtc.search.strategies import BaseStrategy
-
+    # Duck typing, as XTC's own search does: a strategy of xtc.search.strategies, or a
+    # wrapper that filters its samples (the tutorial's section 8), both pass.
     strategy = kata.make_strategy(STRATEGY.graph())
-    assert isinstance(strategy, BaseStrategy), (
-        f"07_strategies › make_strategy() returned a {type(strategy).__name__}: return an "
-        "instance of a class of xtc.search.strategies, e.g. Strategy_OO(graph, vec_size=16)"
+    missing = [m for m in ("sample", "generate") if not callable(getattr(strategy, m, None))]
+    assert not missing, (
+        f"07_strategies › make_strategy() returned a {type(strategy).__name__} without "
+        f"{' and '.join(f'{m}()' for m in missing)}: return a strategy of "
+        "xtc.search.strategies, e.g. Strategy_OO(graph, vec_size=16), or a wrapper that "
+        "has sample(num, seed) and generate(scheduler, sample)"
     )
     samples = list(strategy.sample(NUM, SEED))
     assert samples, "07_strategies › make_strategy(): its space has no sample at all"
@@ -142,7 +145,7 @@ def test_explore_strategy_yields_exactly_the_drawn_samples_in_order(kata, harnes
 
 
 def test_explore_strategy_compiles_one_sample_per_item(kata, harness_run):
-    search_checks.require(search_checks.laziness_mistakes(harness_run()[1]), WHERE)
+    search_checks.require(search_checks.laziness_mistakes(harness_run()[1], valid=3), WHERE)
 
 
 def test_explore_strategy_scores_an_invalid_sample_zero_and_goes_on(kata, harness_run):

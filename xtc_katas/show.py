@@ -1,0 +1,180 @@
+"""`xtc-katas show`: the loop nest, the transformed IR and the assembly of your schedule.
+
+    xtc-katas show 4 schedule_register_tile --asm            # yours, on both backends
+    xtc-katas show 4 schedule_register_tile --asm --reference --backend mlir
+    xtc-katas show 5 register_tile_spec --nest --diff        # yours against the reference
+
+The lessons ask you to read what XTC generated: whether the inner loop holds one vector
+FMA per accumulator, whether the tile of C stays in registers. This builds your
+schedule as the tests do (katas 03-08: the baseline, a schedule, a spec, a search's
+candidate, a strategy's sample, the 1024^3 schedule), compiles it with XTC's print flag
+for what you asked, and prints it. In assembly listings every vector FMA is marked, and
+a count per register width ends the listing: on AVX-512, `zmm` FMAs. Nothing runs: only
+compiles, in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import io
+import os
+import re
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from xtc_katas import loader, machine
+from xtc_katas.backends import BACKENDS, KataBackend
+from xtc_katas.compiling import Workdir
+from xtc_katas.failures import not_implemented
+from xtc_katas.learner_schedules import SchedulerRecorder, apply_task, fresh_scheduler
+from xtc_katas.manifest import Kata, find
+from xtc_katas.problems import CHALLENGE, PROBLEMS, STRATEGY, TUTORIAL, Matmul
+
+VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
+FMA = re.compile(r"\bv?fn?m(add|sub)\w*[ps][sd]\b")
+VECTOR_REGISTER = re.compile(r"%?\b([xyz]mm)\d+\b")
+
+
+def schedule_of(
+    kata: Kata, module: ModuleType, function: str, backend: KataBackend, args: argparse.Namespace
+) -> tuple[Any, Any, Matmul]:
+    """(XTC backend, scheduler, problem) of `function`, built as its tests build it."""
+    if kata.id == "03_compile":
+        recorder = SchedulerRecorder(backend.Backend)
+        with tempfile.TemporaryDirectory() as scratch:
+            module.compile_baseline(TUTORIAL.graph(), recorder.Backend, f"{scratch}/baseline")
+        impl, scheduler = recorder.last()
+        return impl, scheduler, TUTORIAL
+    if kata.id in ("04_scheduling", "05_descript"):
+        problem = PROBLEMS[_task(kata, function).problem]
+        return (*apply_task(kata, module, function, backend, problem), problem)
+    if kata.id == "06_explore":
+        from xtc_katas.learner_schedules import schedule_spec
+
+        specs = dict(module.candidate_specs())
+        name = args.candidate or next(iter(specs))
+        if name not in specs:
+            raise LookupError(f"no candidate {name!r}; candidate_specs() has {list(specs)}")
+        return (*schedule_spec(kata, specs[name], name, backend, TUTORIAL), TUTORIAL)
+    if kata.id == "07_strategies":
+        strategy = module.make_strategy(STRATEGY.graph())
+        samples = [list(s) for s in strategy.sample(30, 42)]
+        impl, scheduler = fresh_scheduler(backend, STRATEGY)
+        strategy.generate(scheduler, samples[args.sample])
+        return impl, scheduler, STRATEGY
+    if kata.id == "08_large_matmul":
+        impl, scheduler = fresh_scheduler(backend, CHALLENGE)
+        module.schedule_large(scheduler, args.threads)
+        return impl, scheduler, CHALLENGE
+    raise LookupError(f"{kata.id} has no schedule to show: show works on katas 03 to 08")
+
+
+def _task(kata: Kata, function: str | None) -> Any:
+    task = kata.task(function or "")
+    if task is None:
+        names = ", ".join(t.function for t in kata.tasks)
+        raise LookupError(f"{kata.id} has no task {function!r}; its tasks are: {names}")
+    return task
+
+
+def render(impl: Any, scheduler: Any, view: str, workdir: Workdir) -> str:
+    """The loop nest, or what XTC prints while compiling with the view's flag."""
+    if view == "nest":
+        return scheduler.get_loop_nest().root_node.pretty_print()
+    out, err = io.StringIO(), io.StringIO()
+    compiler = impl.get_compiler(
+        dump_file=workdir.dump_file("show"), shared_lib=True, **{VIEWS[view]: True}
+    )
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        compiler.compile(scheduler.schedule())  # MLIR prints to stderr, TVM to stdout
+    text = out.getvalue() + err.getvalue()
+    return mark_fmas(text) if view == "asm" else text
+
+
+def mark_fmas(listing: str) -> str:
+    """Mark each vector FMA and count them by register width, for the eye to find."""
+    counts: dict[str, int] = {}
+    lines = []
+    for line in listing.splitlines():
+        registers = VECTOR_REGISTER.findall(line)
+        if FMA.search(line) and registers:
+            width = max(registers)  # zmm > ymm > xmm
+            counts[width] = counts.get(width, 0) + 1
+            line = f"{line}    <== vector FMA ({width})"
+        lines.append(line)
+    shown = ", ".join(f"{n} on {w}" for w, n in sorted(counts.items(), reverse=True))
+    lines.append(
+        f"\n{sum(counts.values())} vector FMA instructions in this listing: {shown or '-'}"
+    )
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    kata = find(args.kata)
+    machine.emulate_cpu_info()
+    function = args.function or (kata.tasks[0].function if len(kata.tasks) == 1 else None)
+    if kata.id in ("04_scheduling", "05_descript"):
+        function = _task(kata, function).function
+    views = [v for v in VIEWS if getattr(args, v)] or ["nest"]
+    sides = ["reference"] if args.reference else ["yours"]
+    if args.diff:
+        sides = ["yours", "reference"]
+    cwd = Path.cwd()
+    with tempfile.TemporaryDirectory(prefix="xtc-katas-show-") as scratch:
+        os.chdir(scratch)  # TVM writes ./tmpXXXX/ where it compiles
+        workdir = Workdir(Path(scratch))
+        try:
+            for name in args.backend or BACKENDS:
+                backend = KataBackend(name)
+                for view in views:
+                    texts = {}
+                    for side in sides:
+                        module = loader.load(kata, solution=side == "reference")
+                        try:
+                            impl, scheduler, problem = schedule_of(
+                                kata, module, function or "", backend, args
+                            )
+                        except NotImplementedError:
+                            print(not_implemented(kata, function or kata.tasks[0].function))
+                            print("  (or see the reference's: add --reference)")
+                            return 1
+                        texts[side] = render(impl, scheduler, view, workdir)
+                    title = f"{kata.id} {function or ''} on {name}, {problem.label}: {view}"
+                    print(f"===== {title} ({machine.describe()})")
+                    if args.diff:
+                        diff = difflib.unified_diff(
+                            texts["yours"].splitlines(),
+                            texts["reference"].splitlines(),
+                            "yours",
+                            "reference",
+                            lineterm="",
+                        )
+                        print("\n".join(diff) or "(the same)")
+                    else:
+                        print(next(iter(texts.values())))
+        finally:
+            os.chdir(cwd)
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    show = sub.add_parser(
+        "show", help="the loop nest, IR or assembly of your schedule (katas 03-08)"
+    )
+    show.add_argument("kata", help="3 to 8")
+    show.add_argument("function", nargs="?", help="the task's function (katas 04, 05)")
+    show.add_argument("--nest", action="store_true", help="the loop nest (the default)")
+    show.add_argument("--ir", action="store_true", help="the transformed IR")
+    show.add_argument("--asm", action="store_true", help="the assembly, vector FMAs marked")
+    side = show.add_mutually_exclusive_group()
+    side.add_argument("--reference", action="store_true", help="the reference's instead")
+    side.add_argument("--diff", action="store_true", help="a diff of yours and the reference")
+    show.add_argument("--backend", action="append", choices=BACKENDS)
+    show.add_argument("--candidate", help="kata 06: the candidate's name (default: the first)")
+    show.add_argument("--sample", type=int, default=0, help="kata 07: which of the 30 samples")
+    show.add_argument("--threads", type=int, default=1, help="kata 08: the thread count")
+    show.set_defaults(func=main)
