@@ -176,3 +176,18 @@ def test_show_on_an_untouched_stub_says_so(repo):
     assert code == 1
     assert "08_large_matmul › schedule_large() is not implemented yet." in out
     assert "--reference" in out
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (("3", "--nest"), "03_compile compile_baseline on mlir"),
+        (("6", "--nest", "--candidate", "4x32 tile"), "06_explore candidate_specs on mlir"),
+        (("7", "--ir", "--sample", "1"), "07_strategies make_strategy on mlir"),
+    ],
+    ids=["03 baseline", "06 candidate", "07 sample"],
+)
+def test_show_covers_the_baseline_a_candidate_and_a_sample(repo, args, expected):
+    code, out = cli(repo, "show", *args, "--reference", "--backend", "mlir")
+    assert code == 0, out
+    assert expected in out

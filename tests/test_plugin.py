@@ -1,5 +1,7 @@
 """End to end: what a learner sees, in a subprocess on a temporary copy of the repository."""
 
+from dataclasses import dataclass
+
 import pytest
 
 from xtc_katas.manifest import find
@@ -100,57 +102,105 @@ def test_make_strategy_accepts_a_strategy_by_what_it_does(repo, body, passes):
         assert "make_strategy() returned a list without sample() and generate()" in out
 
 
-def test_a_bare_assertion_in_xtc_shows_the_line_that_failed(repo):
-    # The tutorial's set_dims(["i", "j", "k"]) on the matmul+relu graph, whose scheduled
-    # node is the relu (loops i, j): XTC asserts without a message.
-    edit_stub(
-        repo,
+@dataclass(frozen=True)
+class Planted:
+    """A plausible learner mistake: code planted in a stub copy, and what pytest must say."""
+
+    kata: int
+    anchor: str  # the stub's text the code goes before (a docstring's start)
+    code: str
+    pytest_args: tuple[str, ...]
+    expected: tuple[str, ...]  # each must be in the output
+
+
+BASELINE = '    """Compile `graph` with XTC'
+PLANTED = {
+    # The tutorial's set_dims(["i", "j", "k"]) on matmul+relu, whose scheduled node is the
+    # relu (loops i, j): XTC asserts without a message; the line that failed is shown.
+    "bare XTC assertion": Planted(
         3,
-        '    """Compile `graph` with XTC',
+        BASELINE,
         "    backend = Backend(graph)\n"
         "    scheduler = backend.get_scheduler()\n"
         '    scheduler.set_dims(["i", "j", "k"])\n'
         "    compiler = backend.get_compiler(dump_file=dump_file, shared_lib=True)\n"
         "    return compiler.compile(scheduler.schedule())\n",
-    )
-    code, out = run_pytest(repo, "katas/03_compile", "-k", "matmul_then_relu", "--backend", "tvm")
-    assert code == 1
-    header = "03_compile › compile_baseline(): XTC rejected it with AssertionError: (no message)"
-    assert header in out and "in set_dims()" in out, out
-    assert "assert len(" in out.split(header, 1)[1].splitlines()[0]
-
-
-def test_a_module_compiled_without_shared_lib_is_explained(repo):
-    edit_stub(
-        repo,
+        ("-k", "matmul_then_relu", "--backend", "tvm"),
+        (
+            "03_compile › compile_baseline(): XTC rejected it with AssertionError: "
+            "(no message) `assert len(",
+            "in set_dims()",
+        ),
+    ),
+    "no shared_lib": Planted(
         3,
-        '    """Compile `graph` with XTC',
+        BASELINE,
         "    backend = Backend(graph)\n"
         "    compiler = backend.get_compiler(dump_file=dump_file)  # no shared_lib=True\n"
         "    return compiler.compile(backend.get_scheduler().schedule())\n",
-    )
-    code, out = run_pytest(
-        repo, "katas/03_compile", "-k", "computes_the_matmul", "--backend", "mlir"
-    )
-    assert code == 1
-    assert "03_compile: the compiled module has no shared library to load" in out, out
-    assert "shared_lib=True" in out
-
-
-def test_an_interchanged_baseline_fails_on_mlir_where_speed_cannot_tell(repo):
+        ("-k", "computes_the_matmul", "--backend", "mlir"),
+        ("03_compile: the compiled module has no shared library to load", "shared_lib=True"),
+    ),
     # On MLIR an interchange gains only ~1.8x: the loop-nest check, not speed, catches it.
-    edit_stub(
-        repo,
+    "interchanged baseline": Planted(
         3,
-        '    """Compile `graph` with XTC',
+        BASELINE,
         "    backend = Backend(graph)\n"
         "    scheduler = backend.get_scheduler()\n"
         '    scheduler.interchange(["i", "k", "j"])\n'
         "    compiler = backend.get_compiler(dump_file=dump_file, shared_lib=True)\n"
         "    return compiler.compile(scheduler.schedule())\n",
-    )
-    code, out = run_pytest(
-        repo, "katas/03_compile", "-k", "applies_no_transformation", "--backend", "mlir"
-    )
-    assert code == 1
-    assert "compile_baseline() transformed the loop nest on mlir" in out, out
+        ("-k", "applies_no_transformation", "--backend", "mlir"),
+        ("compile_baseline() transformed the loop nest on mlir",),
+    ),
+    "generated_code ignores what": Planted(
+        3,
+        '    """Compile the baseline of `graph` and return, as text',
+        "    import contextlib, io\n"
+        "    out = io.StringIO()\n"
+        "    backend = Backend(graph)\n"
+        "    compiler = backend.get_compiler(dump_file=dump_file, shared_lib=True,\n"
+        "        print_source_ir=True, print_transformed_ir=True, print_assembly=True)\n"
+        "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):\n"
+        "        compiler.compile(backend.get_scheduler().schedule())\n"
+        "    return out.getvalue()\n",
+        ("-k", "captures_the_printed_text", "--backend", "mlir"),
+        ("generated_code(..., 'source_ir') on mlir also printed the assembly",),
+    ),
+    "made-up peak": Planted(
+        1,
+        '    """This machine\'s single-core peak',
+        "    if dtype != 'float32':\n"
+        "        raise ValueError(dtype)\n"
+        "    return 5e10  # a plausible constant, not a measurement\n",
+        ("-k", "best_reading"),
+        ("01_peak › measure_peak(): call XTC's HostRuntime.get().evaluate_flops(dtype)",),
+    ),
+    "a space of one spec": Planted(
+        6,
+        '    """Your search space',
+        '    return [("4x16", {"i": {}, "j": {}, "k": {}, "i#4": {"unroll": True},\n'
+        '                      "j#16": {"vectorize": True}})]\n',
+        ("-k", "space_worth_searching", "--backend", "mlir"),
+        ("candidate_specs() has 1 candidate(s): a search needs a space",),
+    ),
+    "a space of loop orders": Planted(
+        6,
+        '    """Your search space',
+        "    import itertools\n"
+        "    return [(''.join(order), {axis: {} for axis in order})\n"
+        '            for order in itertools.permutations("ijk")]\n',
+        ("-k", "space_worth_searching", "--backend", "mlir"),
+        ("0 of 6 candidates are register tiles",),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", PLANTED)
+def test_a_plausible_mistake_fails_with_a_message_that_names_it(repo, name):
+    planted = PLANTED[name]
+    edit_stub(repo, planted.kata, planted.anchor, planted.code)
+    code, out = run_pytest(repo, f"katas/{find(planted.kata).id}", *planted.pytest_args)
+    assert code == 1, out
+    for expected in planted.expected:
+        assert expected in out, out

@@ -34,6 +34,13 @@ from xtc_katas.learner_schedules import SchedulerRecorder, apply_task, fresh_sch
 from xtc_katas.manifest import Kata, find
 from xtc_katas.problems import CHALLENGE, PROBLEMS, STRATEGY, TUTORIAL, Matmul
 
+#: The function whose schedule is shown, for katas with one schedule-building function.
+BUILDS_THE_SCHEDULE = {
+    "03_compile": "compile_baseline",
+    "06_explore": "candidate_specs",
+    "07_strategies": "make_strategy",
+    "08_large_matmul": "schedule_large",
+}
 VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
 FMA = re.compile(r"\bv?fn?m(add|sub)\w*[ps][sd]\b")
 VECTOR_REGISTER = re.compile(r"%?\b([xyz]mm)\d+\b")
@@ -116,7 +123,7 @@ def mark_fmas(listing: str) -> str:
 def main(args: argparse.Namespace) -> int:
     kata = find(args.kata)
     machine.emulate_cpu_info()
-    function = args.function or (kata.tasks[0].function if len(kata.tasks) == 1 else None)
+    function = args.function or BUILDS_THE_SCHEDULE.get(kata.id)
     if kata.id in ("04_scheduling", "05_descript"):
         function = _task(kata, function).function
     views = [v for v in VIEWS if getattr(args, v)] or ["nest"]
@@ -139,11 +146,11 @@ def main(args: argparse.Namespace) -> int:
                                 kata, module, function or "", backend, args
                             )
                         except NotImplementedError:
-                            print(not_implemented(kata, function or kata.tasks[0].function))
+                            print(not_implemented(kata, function or ""))
                             print("  (or see the reference's: add --reference)")
                             return 1
                         texts[side] = render(impl, scheduler, view, workdir)
-                    title = f"{kata.id} {function or ''} on {name}, {problem.label}: {view}"
+                    title = f"{kata.id} {function} on {name}, {problem.label}: {view}"
                     print(f"===== {title} ({machine.describe()})")
                     if args.diff:
                         diff = difflib.unified_diff(
