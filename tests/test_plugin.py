@@ -176,6 +176,17 @@ PLANTED = {
         ("-k", "best_reading"),
         ("01_peak › measure_peak(): call XTC's HostRuntime.get().evaluate_flops(dtype)",),
     ),
+    "averaged peak": Planted(
+        1,
+        '    """This machine\'s single-core peak',
+        "    from xtc.runtimes.host import HostRuntime\n"
+        "    readings = [HostRuntime.get().evaluate_flops(dtype) for _ in range(3)]\n"
+        "    if min(readings) <= 0:\n"
+        "        raise ValueError(dtype)\n"
+        "    return sum(readings) / 3  # the mean: noise pulls it down\n",
+        ("-k", "best_reading"),
+        ("01_peak › measure_peak() returned 3.37e+10 after XTC's benchmark read",),
+    ),
     "a space of one spec": Planted(
         6,
         '    """Your search space',
