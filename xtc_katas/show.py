@@ -94,7 +94,10 @@ def render(impl: Any, scheduler: Any, view: str, workdir: Workdir) -> str:
         return scheduler.get_loop_nest().root_node.pretty_print()
     out, err = io.StringIO(), io.StringIO()
     compiler = impl.get_compiler(
-        dump_file=workdir.dump_file("show"), shared_lib=True, **{VIEWS[view]: True}
+        dump_file=workdir.dump_file("show"),
+        shared_lib=True,
+        **machine.compiler_options(impl),
+        **{VIEWS[view]: True},
     )
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         compiler.compile(scheduler.schedule())  # MLIR prints to stderr, TVM to stdout
