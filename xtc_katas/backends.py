@@ -6,9 +6,12 @@ kata must not pay for them, so nothing here imports XTC at module level.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any
+
+from xtc_katas import machine
 
 BACKENDS = ("mlir", "tvm")
 
@@ -28,10 +31,32 @@ class KataBackend:
             from xtc.backends.tvm import Backend
         else:
             raise ValueError(f"unknown backend {self.name!r}; choose one of {BACKENDS}")
-        return Backend
+        return emulating(Backend)
 
     def __str__(self) -> str:
         return self.name
+
+
+@functools.cache
+def emulating(backend_class: Any) -> Any:
+    """The Backend class itself, or, under XTC_KATAS_ISA, one that compiles for that ISA.
+
+    Every compile goes through it: the harness's, the solutions', and a learner's search
+    that was handed this class, so an emulated run is an AVX2 machine's end to end.
+    """
+    options = machine.compiler_options(backend_class)
+    if not options:
+        return backend_class
+
+    class EmulatedBackend(backend_class):  # type: ignore[misc, valid-type]
+        def get_compiler(self, **kwargs: Any) -> Any:
+            return super().get_compiler(**{**options, **kwargs})
+
+    # It stands for the backend it wraps: same name, same module (which tells TVM's
+    # classes from MLIR's).
+    EmulatedBackend.__name__ = EmulatedBackend.__qualname__ = backend_class.__name__
+    EmulatedBackend.__module__ = backend_class.__module__
+    return EmulatedBackend
 
 
 def set_thread_defaults(threads: int | None = None) -> None:

@@ -15,8 +15,6 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from xtc_katas.machine import compiler_options
-
 
 class Workdir:
     """A per-test directory that hands out never-reused dump_file paths."""
@@ -30,15 +28,9 @@ class Workdir:
         return str(self.path / f"{stem}_{next(self._count)}")
 
     def compile(self, backend_impl: Any, schedule: Any, stem: str = "kernel", **opts: Any) -> Any:
-        """Compile `schedule` with a fresh dump_file; XTC's chatter (stderr) is kept quiet.
-
-        Under XTC_KATAS_ISA (machine.py) the kernel is compiled for that ISA instead of
-        this machine's.
-        """
+        """Compile `schedule` with a fresh dump_file; XTC's chatter (stderr) is kept quiet."""
         compiler = backend_impl.get_compiler(
-            dump_file=self.dump_file(stem),
-            shared_lib=True,
-            **{**compiler_options(backend_impl), **opts},
+            dump_file=self.dump_file(stem), shared_lib=True, **opts
         )
         with contextlib.redirect_stderr(io.StringIO()):
             return compiler.compile(schedule)

@@ -34,12 +34,13 @@ def emulated_isa() -> str | None:
     return isa
 
 
-def compiler_options(backend_impl: Any) -> dict[str, Any]:
-    """Extra get_compiler() options for the emulated ISA ({} when compiling natively)."""
+def compiler_options(backend_class: type) -> dict[str, Any]:
+    """Extra get_compiler() options of an XTC Backend class for the emulated ISA ({} when
+    compiling natively). backends.py builds every Backend with them."""
     isa = emulated_isa()
     if isa is None:
         return {}
-    name = "tvm" if "tvm" in type(backend_impl).__module__ else "mlir"
+    name = "tvm" if "tvm" in backend_class.__module__ else "mlir"
     return dict(EMULATED[isa][name])
 
 

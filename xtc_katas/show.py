@@ -96,7 +96,6 @@ def render(impl: Any, scheduler: Any, view: str, workdir: Workdir) -> str:
     compiler = impl.get_compiler(
         dump_file=workdir.dump_file("show"),
         shared_lib=True,
-        **machine.compiler_options(impl),
         **{VIEWS[view]: True},
     )
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
