@@ -89,7 +89,12 @@ def test_a_correct_solution_passes_on_every_machine_with_room_to_spare(profile, 
     assert applied.margin(learner) >= MARGIN, f"{profile}: {applied}"
 
 
-@pytest.mark.parametrize(("profile", "f"), [c for c in CASES if c[1].previous], ids=str)
+WITH_PREVIOUS = [(case, id_) for case, id_ in zip(CASES, IDS, strict=True) if case[1].previous]
+
+
+@pytest.mark.parametrize(
+    ("profile", "f"), [case for case, _ in WITH_PREVIOUS], ids=[id_ for _, id_ in WITH_PREVIOUS]
+)
 def test_the_previous_technique_fails_wherever_speed_can_tell_them_apart(profile, f):
     for noise in (0.95, 1.0, 1.05):
         learner = f.previous * noise  # the previous task's schedule handed in again
