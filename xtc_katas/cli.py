@@ -15,25 +15,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from xtc_katas import ROOT, progress, stubs
+from xtc_katas.backends import BACKENDS
 from xtc_katas.manifest import Kata, find, katas
+from xtc_katas.progress import KataStatus, kata_status
 
 HINT_STATE = progress.cache_file(key="xtc-katas/hints")
 BACKUPS = ROOT / ".xtc-katas" / "backups"
-
-
-@dataclass
-class KataStatus:
-    kata: Kata
-    state: str  # "passing", "failing", "not started", "not run"
-    tasks_passed: int
-    first_failure: dict[str, Any] | None
-    best_percent_of_peak: float | None
-    best_speedup: float | None
 
 
 def pytest_kata(kata: Kata, extra: Sequence[str] = (), quiet: bool = True) -> int:
@@ -45,34 +35,6 @@ def pytest_kata(kata: Kata, extra: Sequence[str] = (), quiet: bool = True) -> in
     else:
         result = subprocess.run(args, cwd=ROOT)
     return result.returncode
-
-
-def kata_status(kata: Kata, results: dict[str, dict[str, Any]]) -> KataStatus:
-    mine = progress.kata_results(kata, results)
-    if not mine:
-        return KataStatus(kata, "not run", 0, None, None, None)
-    passed = 0
-    for task in kata.tasks:
-        outcomes = [r["outcome"] for nodeid, r in mine.items() if task.function in nodeid]
-        passed += bool(outcomes) and all(o == "passed" for o in outcomes)
-    failures = [r for r in mine.values() if r["outcome"] != "passed"]
-    figures = [f for r in mine.values() if r["outcome"] == "passed" for f in r.get("perf", [])]
-    percents = [f["percent_of_peak"] for f in figures if "percent_of_peak" in f]
-    speedups = [f["speedup"] for f in figures if "speedup" in f]
-    if not failures:
-        state = "passing"
-    elif all("not implemented yet" in r.get("message", "") for r in failures) and not passed:
-        state = "not started"
-    else:
-        state = "failing"
-    return KataStatus(
-        kata,
-        state,
-        passed,
-        failures[0] if failures else None,
-        max(percents) if percents else None,
-        max(speedups) if speedups else None,
-    )
 
 
 def collect_statuses(run_tests: bool = True) -> list[KataStatus]:
@@ -329,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.set_defaults(func=cmd_status)
     run = sub.add_parser("run", help="run one kata's tests (default: the current kata)")
     run.add_argument("kata", nargs="?", help="number, name or id, e.g. 3, compile, 03_compile")
-    run.add_argument("--backend", action="append", choices=["mlir", "tvm"])
+    run.add_argument("--backend", action="append", choices=BACKENDS)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
     run.set_defaults(func=cmd_run)
     hint = sub.add_parser("hint", help="the next hint of a kata, one per call")
@@ -339,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
         "watch", help="re-run the current kata's tests each time you save a file in it"
     )
     watch.add_argument("kata", nargs="?", help="stay on this kata (default: follow progress)")
-    watch.add_argument("--backend", action="append", choices=["mlir", "tvm"])
+    watch.add_argument("--backend", action="append", choices=BACKENDS)
     watch.add_argument("--manual", action="store_true", help="no file watching: Enter re-runs")
     watch.add_argument("--max-runs", type=int, help="stop after this many runs")
     watch.set_defaults(func=cmd_watch)
@@ -354,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
         "explore", help="run your search (katas 06, 07): progress bar, top-10 table, plot"
     )
     explore.add_argument("kata", help="6 or 7")
-    explore.add_argument("--backend", action="append", choices=["mlir", "tvm"])
+    explore.add_argument("--backend", action="append", choices=BACKENDS)
     explore.add_argument("--solutions", action="store_true", help="run the reference search")
     explore.add_argument("--num", type=int, default=30, help="kata 07: samples to draw")
     explore.add_argument("--seed", type=int, default=42, help="kata 07: the sampling seed")
@@ -362,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser(
         "report", help="measure your passing schedules against the references: JSON + PNG"
     )
-    report.add_argument("--backend", action="append", choices=["mlir", "tvm"])
+    report.add_argument("--backend", action="append", choices=BACKENDS)
     report.add_argument("--out", type=Path, default=ROOT / ".xtc-katas" / "report")
     report.set_defaults(func=cmd_report)
     from xtc_katas import show

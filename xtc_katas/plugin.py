@@ -86,7 +86,16 @@ def selected_backends(config: pytest.Config) -> list[str]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames:
         names = selected_backends(metafunc.config)
-        metafunc.parametrize("backend", [KataBackend(n) for n in names], ids=names)
+        metafunc.parametrize("backend", [KataBackend(n) for n in names], ids=names, indirect=True)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> KataBackend:
+    """The code generator a test runs on: MLIR and TVM, one test id each ([mlir], [tvm]).
+
+    --backend or XTC_KATAS_BACKEND picks one, for a faster loop.
+    """
+    return request.param
 
 
 # --- fixtures -------------------------------------------------------------------------

@@ -25,7 +25,6 @@ import numpy as np
 
 from xtc_katas import loader, machine, progress
 from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.cli import kata_status
 from xtc_katas.compiling import Workdir
 from xtc_katas.learner_schedules import apply_task, fresh_scheduler
 from xtc_katas.manifest import Kata, find, katas
@@ -38,7 +37,7 @@ SCHEDULE_KATAS = ("04_scheduling", "05_descript")
 
 
 def _passing(kata: Kata) -> bool:
-    return kata_status(kata, progress.read()).state == "passing"
+    return progress.kata_status(kata, progress.read()).state == "passing"
 
 
 def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
