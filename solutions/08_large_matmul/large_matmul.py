@@ -19,6 +19,7 @@ on an AMD EPYC, 4x64 on an Intel Xeon, both AVX-512; 4x16 on AVX2), so it measur
 few candidates that fit this CPU's registers, once, and keeps the fastest in a cache file.
 """
 
+import contextlib
 import json
 import os
 import tempfile
@@ -145,15 +146,19 @@ def choice(sch: Any, threads: int) -> dict:
         f"{lanes} float32 lanes"
     )
     path = CACHE / "kata08-reference.json"
-    known = json.loads(path.read_text()) if path.exists() else {}
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):  # no cache yet, or a damaged one: measure again
+        known = {}
 
     def measured(threads: int) -> tuple[str, dict]:
         specs = candidates() if threads == 1 else with_threads(measured(1)[0], threads)
         key = f"{machine} | {backend} | {threads} thread(s)"
         if key not in known:
             known[key] = fastest(sch, specs, threads)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(known, indent=1))
+            with contextlib.suppress(OSError):  # a read-only home: tune again next time
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(known, indent=1))
         return known[key], specs[known[key]]
 
     return measured(threads)[1]
