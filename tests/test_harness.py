@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from xtc_katas import failures, numerics, stubs
-from xtc_katas.compiling import Workdir
 from xtc_katas.manifest import find
 from xtc_katas.problems import Matmul
+from xtc_katas.workdir import Workdir
 
 PROBLEM = Matmul(4, 36, 512)
 

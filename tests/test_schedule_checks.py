@@ -6,9 +6,9 @@ from hypothesis import strategies as st
 
 from xtc_katas import numerics
 from xtc_katas.backends import KataBackend
-from xtc_katas.compiling import Workdir
 from xtc_katas.problems import Matmul
 from xtc_katas.schedule_checks import ScheduleMistake, check_schedule, schedule_mistakes
+from xtc_katas.workdir import Workdir
 
 PROBLEM = Matmul(4, 36, 512)
 

@@ -20,13 +20,13 @@ from pathlib import Path
 
 from xtc_katas import loader, machine
 from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.compiling import Workdir
 from xtc_katas.learner_schedules import fresh_scheduler
 from xtc_katas.manifest import Kata, Task, katas
 from xtc_katas.problems import PROBLEMS
 from xtc_katas.speed_check import compile_solution, cores, race
 from xtc_katas.speed_rule import Race, bar
 from xtc_katas.timing import NumpyRace
+from xtc_katas.workdir import Workdir
 
 LARGE_THREADS = (1, 2)
 

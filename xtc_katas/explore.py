@@ -21,12 +21,12 @@ from typing import Any
 
 from xtc_katas import ROOT, exploration, loader, machine
 from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.compiling import Workdir
 from xtc_katas.isolation import SEARCH_TIME_LIMIT_S, iterate_isolated
 from xtc_katas.learner_schedules import fresh_scheduler
 from xtc_katas.manifest import Kata, find
 from xtc_katas.problems import STRATEGY, TUTORIAL, Matmul
 from xtc_katas.timing import percent_of_peak, time_side_by_side
+from xtc_katas.workdir import Workdir
 
 OUT = ROOT / ".xtc-katas" / "explore"
 SEARCHES = {"06_explore": TUTORIAL, "07_strategies": STRATEGY}
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     kata = find(args.kata)
     if kata.id not in SEARCHES:
         parser.error(f"{kata.id} has no search to run: explore runs katas 06 and 07")
-    from xtc_katas.peak import peak_fmas_per_s
+    from xtc_katas.machine_peak import peak_fmas_per_s
 
     module = loader.load(kata, solution=args.solutions)
     problem = SEARCHES[kata.id]

@@ -38,6 +38,17 @@ class KataFailure(AssertionError):
     """
 
 
+def raise_mistakes(kind: type[KataFailure], heading: str, mistakes: list[str]) -> None:
+    """Fail with `heading` and one bulleted line per mistake; no mistakes, no failure.
+
+    The one format of the shape, schedule and search checks: the learner sees every
+    mistake at once, not the first of several runs.
+    """
+    if mistakes:
+        listed = "\n".join(f"  - {m}" for m in mistakes)
+        raise kind(f"{heading}:\n{listed}")
+
+
 def _frames(tb: TracebackType | None) -> list[tuple[str, str]]:
     frames = []
     while tb is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from xtc_katas.failures import KataFailure
+from xtc_katas.failures import KataFailure, raise_mistakes
 
 
 class ShapeMistake(KataFailure):
@@ -22,9 +22,7 @@ class ShapeMistake(KataFailure):
 
 def require(mistakes: list[str], kata: str, function: str) -> None:
     """Fail with every shortfall of the loop nest, naming the kata and the function."""
-    if mistakes:
-        listed = "\n".join(f"  - {m}" for m in mistakes)
-        raise ShapeMistake(f"{kata} › {function}(): the loop nest is not there yet:\n{listed}")
+    raise_mistakes(ShapeMistake, f"{kata} › {function}(): the loop nest is not there yet", mistakes)
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ import pytest
 
 from xtc_katas import ROOT, failures, loader, machine, progress, stubs
 from xtc_katas.backends import BACKENDS, KataBackend, set_thread_defaults
-from xtc_katas.compiling import Workdir
 from xtc_katas.manifest import Kata, kata_of_path
 from xtc_katas.speed_check import SpeedCheck
+from xtc_katas.workdir import Workdir
 
 BACKEND_ENV = "XTC_KATAS_BACKEND"
 
@@ -147,7 +147,7 @@ def peak() -> Callable[[], float]:
     milliseconds instead of paying ~4 s for a peak it never uses.
     Override with XTC_KATAS_PEAK_GFMAS.
     """
-    from xtc_katas.peak import peak_fmas_per_s
+    from xtc_katas.machine_peak import peak_fmas_per_s
 
     return peak_fmas_per_s
 

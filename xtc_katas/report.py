@@ -25,12 +25,12 @@ import numpy as np
 
 from xtc_katas import loader, machine, progress
 from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.compiling import Workdir
 from xtc_katas.learner_schedules import apply_task, fresh_scheduler
 from xtc_katas.manifest import Kata, find, katas
 from xtc_katas.problems import PROBLEMS
 from xtc_katas.speed_check import cores, race
 from xtc_katas.timing import NumpyRace, percent_of_peak
+from xtc_katas.workdir import Workdir
 
 #: Katas whose tasks are one schedule each, measured again here (06, 07: searches).
 SCHEDULE_KATAS = ("04_scheduling", "05_descript")
@@ -166,7 +166,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from xtc_katas.peak import peak_fmas_per_s
+    from xtc_katas.machine_peak import peak_fmas_per_s
 
     peak = peak_fmas_per_s()
     rows: list[dict[str, Any]] = []

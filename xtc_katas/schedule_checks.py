@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from xtc_katas.failures import KataFailure
+from xtc_katas.failures import KataFailure, raise_mistakes
 from xtc_katas.loop_nests import loop_axes
 
 
@@ -105,6 +105,4 @@ def check_schedule(
         mistakes = schedule_mistakes(scheduler, reduction_axes)
     except ScheduleMistake as exc:
         raise ScheduleMistake(f"{kata} › {label}: {exc}") from exc.__cause__
-    if mistakes:
-        listed = "\n".join(f"  - {m}" for m in mistakes)
-        raise ScheduleMistake(f"{kata} › {label}: the schedule has mistakes:\n{listed}")
+    raise_mistakes(ScheduleMistake, f"{kata} › {label}: the schedule has mistakes", mistakes)

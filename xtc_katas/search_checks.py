@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from xtc_katas.failures import KataFailure
+from xtc_katas.failures import KataFailure, raise_mistakes
 from xtc_katas.problems import Matmul
 from xtc_katas.timing import percent_of_peak, time_side_by_side
 
@@ -157,9 +157,7 @@ def _plain(value: Any) -> Any:
 
 
 def require(mistakes: list[str], where: str) -> None:
-    if mistakes:
-        listed = "\n".join(f"  - {m}" for m in mistakes)
-        raise SearchMistake(f"{where}: the search breaks its contract:\n{listed}")
+    raise_mistakes(SearchMistake, f"{where}: the search breaks its contract", mistakes)
 
 
 #: How far a reported % of peak may sit from the harness's side-by-side measurement.

@@ -28,11 +28,11 @@ from typing import Any
 
 from xtc_katas import loader, machine
 from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.compiling import Workdir
 from xtc_katas.failures import not_implemented
 from xtc_katas.learner_schedules import SchedulerRecorder, apply_task, fresh_scheduler
 from xtc_katas.manifest import Kata, find
 from xtc_katas.problems import CHALLENGE, PROBLEMS, STRATEGY, TUTORIAL, Matmul
+from xtc_katas.workdir import Workdir
 
 #: The function whose schedule is shown, for katas with one schedule-building function.
 BUILDS_THE_SCHEDULE = {

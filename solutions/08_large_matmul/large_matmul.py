@@ -94,8 +94,8 @@ def fastest(sch: Any, specs: dict[str, dict], threads: int) -> str:
     (limit_threads): a parallel kernel starts its runtime's thread pool, and a pool
     started in this process would not survive the harness's later fork()s.
     """
-    from xtc_katas.compiling import Workdir
     from xtc_katas.isolation import run_isolated
+    from xtc_katas.workdir import Workdir
 
     backend = sch.backend
     modules = {}
