@@ -12,7 +12,7 @@ import pytest
 from xtc_katas import numerics, search_checks
 from xtc_katas.backends import KataBackend
 from xtc_katas.failures import KataFailure
-from xtc_katas.learner_schedules import apply_schedule, schedule_spec
+from xtc_katas.learner_schedules import apply_large, apply_schedule, schedule_spec
 from xtc_katas.manifest import find
 from xtc_katas.problems import SPLIT, TUTORIAL
 from xtc_katas.selfcheck import copy_repository, edit_stub, run_pytest
@@ -88,6 +88,23 @@ def test_schedule_mistakes_name_the_loop_and_the_fix(mistake, backend):
     assert message.startswith("04_scheduling › schedule_vectorize"), message
     for fragment in expected:
         assert fragment in message, f"{fragment!r} missing from: {message}"
+
+
+class LargeLearner:
+    """A kata 08 learner whose schedule_large returns the scheduler it was given."""
+
+    @staticmethod
+    def schedule_large(sch, threads):
+        sch.interchange(["i", "k", "j"])
+        return sch
+
+
+def test_a_schedule_large_that_returns_the_scheduler_is_named(backend):
+    with pytest.raises(KataFailure) as info:
+        apply_large(find(8), LargeLearner, backend, TUTORIAL, threads=1)
+    message = str(info.value)
+    assert message.startswith("08_large_matmul › schedule_large(sch, threads) returned a")
+    assert "return None" in message
 
 
 SPEC_MISTAKES = {

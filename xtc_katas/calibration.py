@@ -20,7 +20,7 @@ from pathlib import Path
 
 from xtc_katas import loader, machine
 from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.learner_schedules import fresh_scheduler
+from xtc_katas.learner_schedules import apply_large
 from xtc_katas.manifest import Kata, Task, katas
 from xtc_katas.problems import PROBLEMS
 from xtc_katas.speed_check import compile_solution, cores, race
@@ -48,8 +48,7 @@ def race_task(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) ->
         solution = loader.load(kata, solution=True)
         found = []
         for threads in LARGE_THREADS:
-            impl, scheduler = fresh_scheduler(backend, problem)
-            solution.schedule_large(scheduler, threads)
+            impl, scheduler = apply_large(kata, solution, backend, problem, threads)
             module = workdir.compile(impl, scheduler.schedule(), stem=f"large_{threads}")
             numpy_race = NumpyRace({"reference": module}, problem, threads).run()
             ratio = numpy_race.ratio("reference")

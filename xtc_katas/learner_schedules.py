@@ -88,6 +88,21 @@ def apply_task(
     return apply(kata, module, function, backend, problem)
 
 
+def apply_large(
+    kata: Kata, module: ModuleType, backend: KataBackend, problem: Matmul, threads: int
+) -> tuple[Any, Any]:
+    """Kata 08: `module.schedule_large(sch, threads)` on a fresh scheduler, then checked."""
+    impl, scheduler = fresh_scheduler(backend, problem)
+    returned = module.schedule_large(scheduler, threads)
+    if returned is not None:
+        raise ScheduleMistake(
+            f"{kata.id} › schedule_large(sch, threads) returned a {type(returned).__name__}: "
+            "it must apply the schedule to `sch` and return None"
+        )
+    check_schedule(scheduler, kata.id, "schedule_large")
+    return impl, scheduler
+
+
 def apply_spec(
     kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
 ) -> tuple[Any, Any]:

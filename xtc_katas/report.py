@@ -25,7 +25,7 @@ import numpy as np
 
 from xtc_katas import loader, machine, progress
 from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.learner_schedules import apply_task, fresh_scheduler
+from xtc_katas.learner_schedules import apply_large, apply_task
 from xtc_katas.manifest import Kata, find, katas
 from xtc_katas.problems import PROBLEMS
 from xtc_katas.speed_check import cores, race
@@ -85,8 +85,8 @@ def challenge_row(backend: KataBackend, workdir: Workdir, peak: float) -> list[d
     problem = PROBLEMS[kata.tasks[0].problem]
     modules = {}
     for side, solution in (("yours", False), ("reference", True)):
-        impl, scheduler = fresh_scheduler(backend, problem)
-        loader.load(kata, solution=solution).schedule_large(scheduler, 1)
+        module = loader.load(kata, solution=solution)
+        impl, scheduler = apply_large(kata, module, backend, problem, threads=1)
         modules[side] = workdir.compile(impl, scheduler.schedule(), stem=f"large_{side}")
     numpy_race = NumpyRace(modules, problem, threads=1).run(rounds=5)
     return [

@@ -29,7 +29,12 @@ from typing import Any
 from xtc_katas import loader, machine
 from xtc_katas.backends import BACKENDS, KataBackend
 from xtc_katas.failures import not_implemented
-from xtc_katas.learner_schedules import SchedulerRecorder, apply_task, fresh_scheduler
+from xtc_katas.learner_schedules import (
+    SchedulerRecorder,
+    apply_large,
+    apply_task,
+    fresh_scheduler,
+)
 from xtc_katas.manifest import Kata, find
 from xtc_katas.problems import CHALLENGE, PROBLEMS, STRATEGY, TUTORIAL, Matmul
 from xtc_katas.workdir import Workdir
@@ -74,9 +79,7 @@ def schedule_of(
         strategy.generate(scheduler, samples[args.sample])
         return impl, scheduler, STRATEGY
     if kata.id == "08_large_matmul":
-        impl, scheduler = fresh_scheduler(backend, CHALLENGE)
-        module.schedule_large(scheduler, args.threads)
-        return impl, scheduler, CHALLENGE
+        return (*apply_large(kata, module, backend, CHALLENGE, args.threads), CHALLENGE)
     raise LookupError(f"{kata.id} has no schedule to show: show works on katas 03 to 08")
 
 

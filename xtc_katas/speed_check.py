@@ -44,7 +44,6 @@ def race(
     backend: KataBackend,
     problem: Matmul,
     learner: Any,
-    rounds: int | None = None,
 ) -> tuple[Race, Timings]:
     """Naive, `learner` (a compiled module), the reference and the previous task's
     reference of `kata.function`, timed side by side; speedups over naive."""
@@ -63,7 +62,7 @@ def race(
     }
     if task.previous:
         modules["previous"] = compile_solution(workdir, kata, task.previous, backend, problem)
-    timings = time_side_by_side(modules, problem, **({"rounds": rounds} if rounds else {}))
+    timings = time_side_by_side(modules, problem)
     return (
         Race(
             learner=timings.speedup("learner", "naive"),

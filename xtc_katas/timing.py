@@ -55,10 +55,13 @@ def time_side_by_side(
     rounds: int = ROUNDS,
     samples: int = SAMPLES,
     sample_s: float = SAMPLE_S,
+    threads: int | None = None,
 ) -> Timings:
     """Time every module on the same inputs, interleaved, `rounds` times; keep the minima.
 
     The kernels run in one child process (isolation.py): a crash fails the test only.
+    With `threads`, on exactly that many threads (limit_threads); without, on what the
+    runtimes were told (backends.set_thread_defaults).
     """
     inputs = problem.inputs("random", seed=0)
     check_arrays(inputs, problem.input_shapes, problem.dtype)
@@ -70,6 +73,7 @@ def time_side_by_side(
         rounds,
         samples,
         sample_s,
+        threads,
         what="a kernel timed side by side",
     )
 
@@ -88,7 +92,10 @@ def _time_interleaved(
     rounds: int,
     samples: int,
     sample_s: float,
+    threads: int | None,
 ) -> Timings:
+    if threads is not None:
+        limit_threads(threads)
     parameters = (inputs, [np.zeros(problem.output_shape, dtype=problem.dtype)])
 
     def evaluator(module: Any, number: int, repeat: int) -> Any:

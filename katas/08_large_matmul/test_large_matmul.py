@@ -22,9 +22,8 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from xtc_katas import loader, numerics
-from xtc_katas.learner_schedules import fresh_scheduler
+from xtc_katas.learner_schedules import apply_large
 from xtc_katas.problems import CHALLENGE
-from xtc_katas.schedule_checks import check_schedule
 from xtc_katas.speed_rule import Race, bar, judge
 from xtc_katas.timing import CALLS, NUMPY_ROUNDS, NumpyRace, percent_of_peak
 
@@ -46,10 +45,7 @@ def threads(request):
 
 def compiled(cache, module, kata_entry, backend, threads, workdir, side="learner"):
     if (side, backend.name, threads) not in cache:
-        impl, scheduler = fresh_scheduler(backend, CHALLENGE)
-        returned = module.schedule_large(scheduler, threads)
-        assert returned is None, "schedule_large must apply the schedule to `sch`, return None"
-        check_schedule(scheduler, kata_entry.id, "schedule_large")
+        impl, scheduler = apply_large(kata_entry, module, backend, CHALLENGE, threads)
         cache[side, backend.name, threads] = workdir.compile(
             impl, scheduler.schedule(), stem=f"large_{side}_{threads}"
         )

@@ -66,10 +66,9 @@ def spec_for(rows: int, width: int, block_i: int, block_k: int, parallel: bool) 
     }
 
 
-def candidates() -> dict[str, dict]:
-    """The single-thread specs worth measuring on this machine, by name."""
-    lanes = cpu_info()["vsize"]["float32"]  # 16 with AVX-512, 8 with AVX2
-    registers = 32 if lanes >= 16 else 16  # zmm0-31, or ymm0-15
+def candidates(lanes: int) -> dict[str, dict]:
+    """The single-thread specs worth measuring with `lanes` float32 lanes, by name."""
+    registers = 32 if lanes >= 16 else 16  # zmm0-31 with AVX-512, or ymm0-15
     return {
         f"{rows}x{vectors * lanes} i#{block_i} k#{block_k}": spec_for(
             rows, vectors * lanes, block_i, block_k, parallel=False
@@ -79,10 +78,9 @@ def candidates() -> dict[str, dict]:
     }
 
 
-def with_threads(name: str, threads: int) -> dict[str, dict]:
+def with_threads(spec: dict, name: str) -> dict[str, dict]:
     """The single-thread winner, with and without a parallel outer loop: a parallel loop
     pays on TVM; on MLIR 0.3.2 it made the kernel slower (measured in the lesson)."""
-    spec = candidates()[name]
     return {name: spec, f"{name} parallel": {**spec, "i": {**spec["i"], "parallelize": True}}}
 
 
@@ -90,11 +88,12 @@ def fastest(sch: Any, specs: dict[str, dict], threads: int) -> str:
     """Compile every spec, time them side by side, return the fastest one's name.
 
     The harness's helpers do the plumbing: a fresh dump_file per compile (Workdir), and
-    the timing in a child process (run_isolated) on exactly `threads` threads
-    (limit_threads): a parallel kernel starts its runtime's thread pool, and a pool
+    the side-by-side timing in a child process on exactly `threads` threads
+    (time_side_by_side): a parallel kernel starts its runtime's thread pool, and a pool
     started in this process would not survive the harness's later fork()s.
     """
-    from xtc_katas.isolation import run_isolated
+    from xtc_katas.problems import CHALLENGE
+    from xtc_katas.timing import time_side_by_side
     from xtc_katas.workdir import Workdir
 
     backend = sch.backend
@@ -108,25 +107,7 @@ def fastest(sch: Any, specs: dict[str, dict], threads: int) -> str:
                 scheduler=candidate, node_name="C", abstract_dims=["i", "j", "k"], spec=spec
             )
             modules[name] = workdir.compile(impl, candidate.schedule(), stem="tune")
-        return run_isolated(_time_all, modules, threads, what="kata 08's tuning")
-
-
-def _time_all(modules: dict[str, Any], threads: int) -> str:
-    import numpy as np
-
-    from xtc_katas.timing import limit_threads
-
-    limit_threads(threads)
-    a, b = (np.random.default_rng(0).random((1024, 1024), dtype=np.float32) for _ in "ab")
-    out = np.empty((1024, 1024), dtype=np.float32)
-    best = {name: float("inf") for name in modules}
-    for _ in range(3):  # interleaved rounds; each kernel's best of all
-        for name, module in modules.items():
-            times, code, _ = module.get_evaluator(
-                parameters=([a, b], [out]), repeat=3, number=1, min_repeat_ms=0, validate=False
-            ).evaluate()
-            if code == 0 and times:
-                best[name] = min(best[name], *times)
+        best = time_side_by_side(modules, CHALLENGE, rounds=3, threads=threads).best
     return min(best, key=best.__getitem__)
 
 
@@ -152,7 +133,11 @@ def choice(sch: Any, threads: int) -> dict:
         known = {}
 
     def measured(threads: int) -> tuple[str, dict]:
-        specs = candidates() if threads == 1 else with_threads(measured(1)[0], threads)
+        if threads == 1:
+            specs = candidates(lanes)
+        else:
+            name, spec = measured(1)
+            specs = with_threads(spec, name)
         key = f"{machine} | {backend} | {threads} thread(s)"
         if key not in known:
             known[key] = fastest(sch, specs, threads)
