@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from xtc_katas.manifest import find, katas
-from xtc_katas.selfcheck import copy_repository, learner_env, run_python
+from xtc_katas.kata.manifest import find, katas
+from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The learner's view of a search: progress bar with the best so far, top-10 table, plot."""
 
-from xtc_katas import exploration
+from xtc_katas.cli import search_view
 
 
 def fake_search():
@@ -10,21 +10,21 @@ def fake_search():
 
 
 def test_run_keeps_every_result_and_shows_the_best_so_far(capsys):
-    results = exploration.run(fake_search(), description="06_explore mlir")
+    results = search_view.run(fake_search(), description="06_explore mlir")
     assert [r.index for r in results] == list(range(15))
     progress = capsys.readouterr().err  # tqdm writes to stderr
     assert "best 96.0% of peak: candidate 3" in progress and "15/15" in progress
 
 
 def test_top_table_ranks_ten_with_the_speedup_over_the_baseline():
-    results = exploration.run(fake_search())
-    table = exploration.top_table(results, baseline_percent=2.0).splitlines()
+    results = search_view.run(fake_search())
+    table = search_view.top_table(results, baseline_percent=2.0).splitlines()
     assert len(table) == 2 + 10
     assert table[2] == "| 1 | candidate 3 | 96.00 | 48.0x |"
     assert "candidate 1 " not in "\n".join(table), "a broken candidate (0%) is not top-10"
 
 
 def test_plot_writes_a_png(tmp_path):
-    results = exploration.run(fake_search())
-    path = exploration.plot(results, 2.0, tmp_path / "sub" / "search.png", "a search")
+    results = search_view.run(fake_search())
+    path = search_view.plot(results, 2.0, tmp_path / "sub" / "search.png", "a search")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from xtc_katas import failures, numerics, stubs
-from xtc_katas.manifest import find
-from xtc_katas.problems import Matmul
-from xtc_katas.workdir import Workdir
+from xtc_katas.kata import failures, stubs
+from xtc_katas.kata.manifest import find
+from xtc_katas.kata.problems import Matmul
+from xtc_katas.measure import numerics
+from xtc_katas.measure.workdir import Workdir
 
 PROBLEM = Matmul(4, 36, 512)
 
@@ -123,7 +124,7 @@ def test_a_kata_failure_shows_its_message_and_the_original_error_below():
 
 
 def test_flakecheck_requires_every_margin_over_the_bar_of_its_run():
-    from xtc_katas.flakecheck import MARGIN, summarize
+    from xtc_katas.tools.flakecheck import MARGIN, summarize
 
     def run(speedup: float, bar: float, failed: bool = False) -> dict:
         return {"failed": failed, "speedup": speedup, "reference_speedup": 112, "bar": bar}
@@ -139,15 +140,15 @@ def test_flakecheck_requires_every_margin_over_the_bar_of_its_run():
 
 
 def _timings(seconds):
-    from xtc_katas.timing import Timings
+    from xtc_katas.measure.timing import Timings
 
     return Timings(best=dict(seconds))
 
 
 def test_honesty_confirms_a_too_fast_report_before_failing_it(monkeypatch):
-    from xtc_katas import search_checks
-    from xtc_katas.problems import TUTORIAL
-    from xtc_katas.timing import percent_of_peak
+    from xtc_katas.checks import search as search_checks
+    from xtc_katas.kata.problems import TUTORIAL
+    from xtc_katas.measure.timing import percent_of_peak
 
     peak = 1e11
     true_seconds = 1e-6
@@ -173,7 +174,7 @@ def test_honesty_confirms_a_too_fast_report_before_failing_it(monkeypatch):
 
 
 def test_a_search_that_ignores_the_backend_it_was_given_is_named():
-    from xtc_katas.search_checks import SearchRun, laziness_mistakes
+    from xtc_katas.checks.search import SearchRun, laziness_mistakes
 
     honest = SearchRun(items=[()] * 4, compiles_after_first=1, compiles=3)
     assert laziness_mistakes(honest, valid=3) == []

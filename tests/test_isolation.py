@@ -8,12 +8,13 @@ import time
 import numpy as np
 import pytest
 
-from xtc_katas import isolation, loader, numerics, progress
-from xtc_katas.backends import KataBackend
-from xtc_katas.learner_schedules import fresh_scheduler
-from xtc_katas.manifest import find
-from xtc_katas.problems import LARGE, TUTORIAL, Matmul
-from xtc_katas.selfcheck import copy_repository, edit_stub, run_pytest
+from xtc_katas.checks.learner_schedules import fresh_scheduler
+from xtc_katas.kata import loader, progress
+from xtc_katas.kata.manifest import find
+from xtc_katas.kata.problems import LARGE, TUTORIAL, Matmul
+from xtc_katas.measure import isolation, numerics
+from xtc_katas.measure.backends import KataBackend
+from xtc_katas.tools.repo_copy import copy_repository, edit_stub, run_pytest
 
 
 class CrashingModule:
@@ -165,7 +166,7 @@ def _threads_used(module, threads, backend_name):
     """Run a parallel kernel once after limit_threads(threads); its runtime's thread count."""
     from threadpoolctl import threadpool_info
 
-    from xtc_katas.timing import limit_threads
+    from xtc_katas.measure.timing import limit_threads
 
     limit_threads(threads)
     a, b = LARGE.inputs()
@@ -185,7 +186,7 @@ def _threads_used(module, threads, backend_name):
 def test_kernels_raced_with_numpy_run_on_exactly_the_threads_asked(workdir, backend_name, threads):
     # Kata 08 races XTC and numpy on the same threads: the child that runs a kernel must
     # give TVM's pool (started there) and OpenMP (MLIR) exactly that many.
-    from xtc_katas.learner_schedules import apply_task
+    from xtc_katas.checks.learner_schedules import apply_task
 
     kata = find(4)
     solution = loader.load(kata, solution=True)

@@ -5,9 +5,9 @@ Schedulers only record, so these tests build loop nests without compiling anythi
 
 import pytest
 
-from xtc_katas import loop_nests
-from xtc_katas.backends import KataBackend
-from xtc_katas.problems import LARGE, SPLIT, TUTORIAL
+from xtc_katas.checks import loop_nests
+from xtc_katas.kata.problems import LARGE, SPLIT, TUTORIAL
+from xtc_katas.measure.backends import KataBackend
 
 
 def nest(problem, *steps):
@@ -160,11 +160,11 @@ def test_the_previous_tasks_reference_fails_this_tasks_shape_check(function):
     # Where speed cannot tell a task's technique from the previous one on some machine
     # (speed_rule.py), the shape check must: the previous reference, handed in for this
     # task, is rejected on every machine.
-    from xtc_katas import loader
-    from xtc_katas.backends import KataBackend
-    from xtc_katas.learner_schedules import apply_task
-    from xtc_katas.manifest import katas
-    from xtc_katas.problems import PROBLEMS
+    from xtc_katas.checks.learner_schedules import apply_task
+    from xtc_katas.kata import loader
+    from xtc_katas.kata.manifest import katas
+    from xtc_katas.kata.problems import PROBLEMS
+    from xtc_katas.measure.backends import KataBackend
 
     kata = next(k for k in katas() if k.task(function))
     task = kata.task(function)

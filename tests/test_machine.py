@@ -1,8 +1,8 @@
-"""Which machine a figure comes from, and compiling as another ISA (xtc_katas/machine.py)."""
+"""Which machine a figure comes from, and compiling as another ISA (measure/machine.py)."""
 
 import pytest
 
-from xtc_katas import machine
+from xtc_katas.measure import machine
 
 
 def test_the_description_names_the_cpu_its_simd_and_its_cores():
@@ -57,7 +57,7 @@ def test_every_compile_of_an_emulated_backend_is_for_the_emulated_isa(monkeypatc
     # A learner's search compiles through the Backend class it is handed: emulation
     # must reach those compiles too, or an AVX-512 search picks tiles an AVX2 machine
     # would not.
-    from xtc_katas.backends import emulating
+    from xtc_katas.measure.backends import emulating
 
     monkeypatch.setenv(machine.ISA_ENV, "avx2")
     emulating.cache_clear()

@@ -5,8 +5,9 @@ import inspect
 
 import pytest
 
-from xtc_katas import ROOT, loader, stubs
-from xtc_katas.manifest import katas
+from xtc_katas import ROOT
+from xtc_katas.kata import loader, stubs
+from xtc_katas.kata.manifest import katas
 
 KATAS = katas()
 IDS = [k.id for k in KATAS]
@@ -70,7 +71,7 @@ def test_every_function_is_tested_and_every_test_names_its_function(kata):
 
 @pytest.mark.parametrize("kata", KATAS, ids=IDS)
 def test_caps_name_both_backends_and_are_positive(kata):
-    from xtc_katas.backends import BACKENDS
+    from xtc_katas.measure.backends import BACKENDS
 
     for task in kata.tasks:
         if not task.caps:
@@ -94,8 +95,46 @@ def test_references_and_previous_tasks_name_solution_functions(kata):
 
 @pytest.mark.parametrize("kata", KATAS, ids=IDS)
 def test_every_task_with_a_cap_names_the_problem_it_races(kata):
-    from xtc_katas.problems import PROBLEMS
+    from xtc_katas.kata.problems import PROBLEMS
 
     for task in kata.tasks:
         if task.caps:
             assert task.problem in PROBLEMS, f"{task.function}: problem = one of {list(PROBLEMS)}"
+
+
+def _task_markers(kata):
+    """(test name, function) for each `@pytest.mark.task("function")` in the kata's tests."""
+    found = []
+    for path in kata.folder().glob("test_*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for decorator in node.decorator_list:
+                if (
+                    isinstance(decorator, ast.Call)
+                    and ast.unparse(decorator.func) == "pytest.mark.task"
+                ):
+                    found.append((node.name, ast.literal_eval(decorator.args[0])))
+    return found
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_task_markers_name_tasks_of_the_kata_that_the_test_name_agrees_with(kata):
+    for name, function in _task_markers(kata):
+        assert kata.task(function), f"{name}: {kata.id} has no task {function!r}"
+        assert stubs.functions_checked_by(kata, name) == [function], (
+            f"{name} is marked {function!r}: its name must contain that function alone"
+        )
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_every_kind_is_known_and_every_schedule_has_a_problem(kata):
+    from xtc_katas.kata.manifest import KINDS, SCHEDULE_KINDS
+    from xtc_katas.kata.problems import PROBLEMS
+
+    for task in kata.tasks:
+        assert task.kind in (*KINDS, ""), f"{task.function}: unknown kind {task.kind!r}"
+        if task.kind or task.caps:
+            assert task.problem in PROBLEMS, f"{task.function}: name its problem"
+        if task.kind in SCHEDULE_KINDS:
+            assert task.caps, f"{task.function}: a schedule task races; give it a cap"

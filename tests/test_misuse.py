@@ -9,13 +9,14 @@ would read.
 import numpy as np
 import pytest
 
-from xtc_katas import numerics, search_checks
-from xtc_katas.backends import KataBackend
-from xtc_katas.failures import KataFailure
-from xtc_katas.learner_schedules import apply_large, apply_schedule, schedule_spec
-from xtc_katas.manifest import find
-from xtc_katas.problems import SPLIT, TUTORIAL
-from xtc_katas.selfcheck import copy_repository, edit_stub, run_pytest
+from xtc_katas.checks import search as search_checks
+from xtc_katas.checks.learner_schedules import apply_large, apply_schedule, schedule_spec
+from xtc_katas.kata.failures import KataFailure
+from xtc_katas.kata.manifest import find
+from xtc_katas.kata.problems import SPLIT, TUTORIAL
+from xtc_katas.measure import numerics
+from xtc_katas.measure.backends import KataBackend
+from xtc_katas.tools.repo_copy import copy_repository, edit_stub, run_pytest
 
 KATA_04 = find(4)
 

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from xtc_katas.selfcheck import copy_repository, run_pytest, run_python
+from xtc_katas.tools.repo_copy import copy_repository, run_pytest, run_python
 
 MANIFEST_ENTRY = """
 [[kata]]
@@ -21,6 +21,7 @@ module = "demo"
   [[kata.task]]
   function = "schedule_demo"
   hints = ["sch.interchange([\\"i\\", \\"k\\", \\"j\\"]): j innermost."]
+  kind = "schedule"
   cap = { mlir = 1.2, tvm = 18 }
   problem = "tutorial"
 """
@@ -48,28 +49,27 @@ def schedule_demo(sch: Any) -> None:
 '''
 
 TESTS = '''
-"""Tests of kata 09 (demo): numerics, and the speed race every kata shares."""
+"""Tests of kata 09 (demo): numerics, shape, and the speed race every kata shares."""
 
 import pytest
 
-from xtc_katas import numerics
-from xtc_katas.learner_schedules import apply_task
-from xtc_katas.problems import TUTORIAL
+from xtc_katas.checks import loop_nests
 
 
-def compiled(kata, kata_entry, backend, workdir):
-    impl, scheduler = apply_task(kata_entry, kata, "schedule_demo", backend, TUTORIAL)
-    return workdir.compile(impl, scheduler.schedule(), stem="demo")
+@pytest.mark.task("schedule_demo")
+def test_schedule_demo_computes_the_matmul(task):
+    task.assert_computes()
 
 
-def test_schedule_demo_computes_the_matmul(kata, kata_entry, backend, workdir):
-    module = compiled(kata, kata_entry, backend, workdir)
-    numerics.assert_computes(module, TUTORIAL, backend.name)
+@pytest.mark.task("schedule_demo")
+def test_schedule_demo_puts_j_innermost(task):
+    task.assert_shape(loop_nests.stride_one(task.loop_nest()))
 
 
 @pytest.mark.perf
-def test_schedule_demo_beats_naive(kata, kata_entry, backend, workdir, speed_check):
-    speed_check("schedule_demo", TUTORIAL, compiled(kata, kata_entry, backend, workdir))
+@pytest.mark.task("schedule_demo")
+def test_schedule_demo_beats_naive(task):
+    task.assert_speed()
 '''
 
 
@@ -103,10 +103,16 @@ def test_the_new_kata_fails_on_its_stub_with_the_stubs_message(repo):
 def test_the_new_kata_passes_on_its_solution_speed_race_included(repo):
     code, out = run_pytest(repo, "katas/09_demo", "--solutions", "--backend", "mlir")
     assert code == 0, out
-    assert "2 passed" in out and "test_schedule_demo_beats_naive[mlir]: speedup" in out
+    assert "3 passed" in out and "test_schedule_demo_beats_naive[mlir]: speedup" in out
 
 
 def test_the_status_table_lists_the_new_kata(repo):
     code, out = run_python(repo, "-m", "xtc_katas", "status", "--no-run")
     assert code == 0, out
     assert "09_demo" in out and "Demo: a kata added from files alone" in out
+
+
+def test_show_finds_the_new_kata_schedule_by_its_kind(repo):
+    code, out = run_python(repo, "-m", "xtc_katas", "show", "9", "--reference", "--backend", "mlir")
+    assert code == 0, out
+    assert "09_demo schedule_demo on mlir" in out, out

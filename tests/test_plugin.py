@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from xtc_katas.manifest import find
-from xtc_katas.selfcheck import copy_repository, edit_stub, run_pytest
+from xtc_katas.kata.manifest import find
+from xtc_katas.tools.repo_copy import copy_repository, edit_stub, run_pytest
 
 
 @pytest.fixture

@@ -4,11 +4,11 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from xtc_katas import numerics
-from xtc_katas.backends import KataBackend
-from xtc_katas.problems import Matmul
-from xtc_katas.schedule_checks import ScheduleMistake, check_schedule, schedule_mistakes
-from xtc_katas.workdir import Workdir
+from xtc_katas.checks.schedule import ScheduleMistake, check_schedule, schedule_mistakes
+from xtc_katas.kata.problems import Matmul
+from xtc_katas.measure import numerics
+from xtc_katas.measure.backends import KataBackend
+from xtc_katas.measure.workdir import Workdir
 
 PROBLEM = Matmul(4, 36, 512)
 

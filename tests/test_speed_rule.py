@@ -1,4 +1,4 @@
-"""The speed rule (xtc_katas/speed_rule.py), fed with figures measured on real machines.
+"""The speed rule (xtc_katas/measure/speed_rule.py), fed with figures measured on real machines.
 
 Each profile is one CPU's side-by-side figures for the same schedules (speedups over
 naive; kata 08: ratios to numpy). On every profile, the rule must pass the reference
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xtc_katas.flakecheck import MARGIN
-from xtc_katas.manifest import find
-from xtc_katas.speed_rule import ABOVE_PREVIOUS, HEADROOM, Race, SpeedBelowBar, bar, judge
+from xtc_katas.kata.manifest import find
+from xtc_katas.measure.speed_rule import ABOVE_PREVIOUS, HEADROOM, Race, SpeedBelowBar, bar, judge
+from xtc_katas.tools.flakecheck import MARGIN
 
 
 @dataclass(frozen=True)

@@ -1,3 +1,3 @@
-from xtc_katas.cli import main
+from xtc_katas.cli.main import main
 
 raise SystemExit(main())

@@ -16,11 +16,14 @@ from typing import Any
 
 import pytest
 
-from xtc_katas import ROOT, failures, loader, machine, progress, stubs
-from xtc_katas.backends import BACKENDS, KataBackend, set_thread_defaults
-from xtc_katas.manifest import Kata, kata_of_path
-from xtc_katas.speed_check import SpeedCheck
-from xtc_katas.workdir import Workdir
+from xtc_katas import ROOT
+from xtc_katas.checks.speed_race import SpeedCheck
+from xtc_katas.checks.task_under_test import TaskUnderTest
+from xtc_katas.kata import failures, loader, progress, stubs
+from xtc_katas.kata.manifest import Kata, kata_of_path
+from xtc_katas.measure import machine
+from xtc_katas.measure.backends import BACKENDS, KataBackend, set_thread_defaults
+from xtc_katas.measure.workdir import Workdir
 
 BACKEND_ENV = "XTC_KATAS_BACKEND"
 
@@ -47,6 +50,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "task(function): the kata task a test checks (its `task` fixture); without it, "
+        "the task whose function the test's name contains",
+    )
     if config.getoption("--solutions"):
         os.environ[loader.SOLUTIONS_ENV] = "1"
     set_thread_defaults()
@@ -61,13 +69,39 @@ def _parallel_run(config: pytest.Config) -> bool:
     return bool(getattr(config.option, "numprocesses", None)) or hasattr(config, "workerinput")
 
 
+TASKS = pytest.StashKey[tuple[str, ...]]()
+#: The user property a report carries its test's tasks and backend in.
+BOUND = "xtc-katas-bound"
+
+
+def bound_tasks(item: pytest.Item) -> tuple[str, ...]:
+    """The kata functions a test checks, decided once at collection: the `task` marker's
+    if it has one, else those its name contains (the contract tests/test_manifest.py
+    keeps). The stub checks, the progress record and the status table read this."""
+    return item.stash.get(TASKS, ())
+
+
+def _bind_tasks(item: pytest.Item) -> None:
+    kata = kata_of_path(Path(item.path))
+    if kata is None:
+        return
+    marker = item.get_closest_marker("task")
+    if marker is not None:
+        item.stash[TASKS] = tuple(marker.args)
+    else:
+        name = getattr(item, "originalname", item.name)
+        item.stash[TASKS] = tuple(stubs.functions_checked_by(kata, name))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest -n, leave out the perf tests, and say so in the summary.
+    """Bind each kata test to its tasks; under pytest -n, leave out the perf tests.
 
     A perf test times kernels side by side; with another worker compiling and running
     on the other core, its figures would measure the neighbour, not the schedule. They
-    run serially: `pytest -m perf` (without -n).
+    run serially: `pytest -m perf` (without -n), and the summary says so.
     """
+    for item in items:
+        _bind_tasks(item)
     if not _parallel_run(config):
         return
     perf = [item for item in items if item.get_closest_marker("perf")]
@@ -147,7 +181,7 @@ def peak() -> Callable[[], float]:
     milliseconds instead of paying ~4 s for a peak it never uses.
     Override with XTC_KATAS_PEAK_GFMAS.
     """
-    from xtc_katas.machine_peak import peak_fmas_per_s
+    from xtc_katas.measure.machine_peak import peak_fmas_per_s
 
     return peak_fmas_per_s
 
@@ -169,6 +203,17 @@ def record_perf(request: pytest.FixtureRequest) -> PerfRecord:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """What the test checks travels with its reports, to pytest-xdist's controller too."""
+    if kata_of_path(Path(item.path)) is None:
+        return
+    callspec = getattr(item, "callspec", None)
+    chosen = callspec.params.get("backend") if callspec is not None else None
+    backend = getattr(chosen, "name", "")
+    item.user_properties.append((BOUND, {"tasks": bound_tasks(item), "backend": backend}))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
     """Fail at once, before any costly setup in the test body, on an untouched stub or a
     function the learner's module lacks (renamed or deleted)."""
@@ -176,15 +221,14 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     kata = kata_of_path(Path(item.path))
     if module is None or kata is None:
         return
-    test_name = getattr(item, "originalname", item.name)
-    missing = stubs.first_missing(kata, module, test_name)
+    missing = stubs.first_missing(module, bound_tasks(item))
     if missing:
         raise stubs.FunctionMissing(kata, missing)
     if item.config.getoption("--check-stubs"):
         return
-    name = stubs.first_untouched(kata, module, test_name)
+    name = stubs.first_untouched(module, bound_tasks(item))
     if name:
-        raise stubs.StubNotImplemented(kata, name)
+        raise failures.StubNotImplemented(kata, name)
 
 
 @pytest.fixture
@@ -198,6 +242,26 @@ def speed_check(
     """Race the learner's compiled kernel against naive, the reference and the previous
     task's reference, in one run on this machine; assert the bar (speed_rule.py)."""
     return SpeedCheck(kata_entry, backend, workdir, peak, record_perf)
+
+
+@pytest.fixture
+def task(
+    request: pytest.FixtureRequest,
+    kata_entry: Kata,
+    kata: ModuleType,
+    backend: KataBackend,
+    workdir: Workdir,
+    speed_check: SpeedCheck,
+) -> TaskUnderTest:
+    """The task named by the test's `@pytest.mark.task("function")`: its compiled kernel,
+    loop nest, numerics, shape and speed checks on the manifest's problem."""
+    marker = request.node.get_closest_marker("task")
+    if marker is None or len(marker.args) != 1:
+        pytest.fail(f'{request.node.name} uses `task`: mark it @pytest.mark.task("function")')
+    entry = kata_entry.task(marker.args[0])
+    if entry is None:
+        pytest.fail(f"{kata_entry.id} has no task {marker.args[0]!r} (katas/manifest.toml)")
+    return TaskUnderTest(kata_entry, entry, kata, backend, workdir, speed_check)
 
 
 # --- reports ----------------------------------------------------------------------------
@@ -259,7 +323,7 @@ class ProgressRecorder:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.reports: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, progress.TestResult] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call" and not (report.when == "setup" and report.failed):
@@ -267,22 +331,23 @@ class ProgressRecorder:
         kata = kata_of_path(Path(report.fspath))
         if kata is None:
             return
-        self.reports[report.nodeid] = {
-            "kata": kata.id,
-            "outcome": report.outcome,
-            "module_hash": progress.module_hash(kata),
-            "perf": [v for k, v in report.user_properties if k == "perf"],
-            "when": time.time(),
-            "message": _first_line(report) if report.failed else "",
-        }
+        bound = dict(report.user_properties).get(BOUND, {})
+        self.results[report.nodeid] = progress.TestResult(
+            kata=kata.id,
+            tasks=tuple(bound.get("tasks", ())),
+            backend=bound.get("backend", ""),
+            outcome=report.outcome,
+            module_hash=progress.module_hash(kata),
+            perf=[v for k, v in report.user_properties if k == "perf"],
+            when=time.time(),
+            message=_first_line(report) if report.failed else "",
+        )
 
     def pytest_sessionfinish(self) -> None:
         cache = getattr(self.config, "cache", None)
-        if not self.reports or cache is None:
+        if not self.results or cache is None:
             return
-        results = cache.get(progress.CACHE_KEY, {})
-        results.update(self.reports)
-        cache.set(progress.CACHE_KEY, results)
+        progress.record(cache, self.results)
 
 
 def _first_line(report: pytest.TestReport) -> str:

@@ -9,11 +9,11 @@ import re
 
 import pytest
 
-from xtc_katas import numerics
-from xtc_katas.isolation import run_isolated
-from xtc_katas.learner_schedules import SchedulerRecorder, fresh_scheduler
-from xtc_katas.problems import Matmul
-from xtc_katas.timing import percent_of_peak, time_side_by_side
+from xtc_katas.checks.learner_schedules import SchedulerRecorder, fresh_scheduler
+from xtc_katas.kata.problems import Matmul
+from xtc_katas.measure import numerics
+from xtc_katas.measure.isolation import run_isolated
+from xtc_katas.measure.timing import percent_of_peak, time_side_by_side
 
 TUTORIAL = Matmul(4, 32, 512)
 WITH_RELU = Matmul(4, 32, 64, relu=True)

@@ -5,15 +5,17 @@
   spec), to check the contract, laziness, robustness and honesty;
 - on your `candidate_specs()`, whose best candidate the harness then races, on this
   machine, against the naive schedule and kata 05's register tile and vectorized specs
-  (xtc_katas/speed_rule.py).
+  (xtc_katas/measure/speed_rule.py).
 """
 
 import pytest
 
-from xtc_katas import loop_nests, numerics, search_checks
-from xtc_katas.isolation import SEARCH_TIME_LIMIT_S, run_isolated
-from xtc_katas.learner_schedules import schedule_spec
-from xtc_katas.problems import TUTORIAL
+from xtc_katas.checks import loop_nests
+from xtc_katas.checks import search as search_checks
+from xtc_katas.checks.learner_schedules import schedule_spec
+from xtc_katas.kata.problems import TUTORIAL
+from xtc_katas.measure import numerics
+from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, run_isolated
 
 HARNESS_SPECS = [
     ("naive i,j,k", {"i": {}, "j": {}, "k": {}}),

@@ -5,15 +5,16 @@
   an invalid sample, to check the contract, laziness, robustness and honesty;
 - with your `make_strategy(graph)`, 30 samples of seed 42: its best sample is then raced,
   on this machine, against the naive schedule and kata 05's register tile
-  (xtc_katas/speed_rule.py).
+  (xtc_katas/measure/speed_rule.py).
 """
 
 import pytest
 
-from xtc_katas import numerics, search_checks
-from xtc_katas.isolation import SEARCH_TIME_LIMIT_S, run_isolated
-from xtc_katas.learner_schedules import fresh_scheduler
-from xtc_katas.problems import STRATEGY
+from xtc_katas.checks import search as search_checks
+from xtc_katas.checks.learner_schedules import fresh_scheduler
+from xtc_katas.kata.problems import STRATEGY
+from xtc_katas.measure import numerics
+from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, run_isolated
 
 NUM, SEED = 30, 42  # the quality run: the tutorial's 30 samples of seed 42
 INVALID_AT = 1

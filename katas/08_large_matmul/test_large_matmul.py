@@ -6,7 +6,7 @@ yours and the reference solution against numpy on this machine, every side on ex
 `threads` threads, interleaved: in each of 7 rounds, XTC's best of 3 calls for both
 kernels (in a child process), then numpy's best of 3 `matmul` calls timed by
 pytest-benchmark. A kernel's figure is the median over rounds of numpy's time / its time.
-Yours must reach this run's bar (xtc_katas/speed_rule.py): 0.7 of the reference's
+Yours must reach this run's bar (xtc_katas/measure/speed_rule.py): 0.7 of the reference's
 figure, capped by the manifest. The tier (bronze, silver, gold vs numpy) is the headline.
 pytest-benchmark keeps the numpy side and the ratios (`extra_info`), so
 `--benchmark-autosave` and `--benchmark-compare` keep your history.
@@ -21,11 +21,12 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from xtc_katas import loader, numerics
-from xtc_katas.learner_schedules import apply_large
-from xtc_katas.problems import CHALLENGE
-from xtc_katas.speed_rule import Race, bar, judge
-from xtc_katas.timing import CALLS, NUMPY_ROUNDS, NumpyRace, percent_of_peak
+from xtc_katas.checks.learner_schedules import apply_large
+from xtc_katas.kata import loader
+from xtc_katas.kata.problems import CHALLENGE
+from xtc_katas.measure import numerics
+from xtc_katas.measure.speed_rule import Race, bar, judge
+from xtc_katas.measure.timing import CALLS, NUMPY_ROUNDS, NumpyRace, percent_of_peak
 
 THREADS = sorted({1, 2, os.cpu_count() or 1})
 TIERS = ((1.0, "gold: numpy's speed or better"), (0.75, "silver"), (0.5, "bronze"))

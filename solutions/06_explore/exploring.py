@@ -6,7 +6,7 @@ measures one candidate at a time and yields what it found, so a progress bar can
 each result as it arrives and a caller can stop early.
 
 See your search run, with a progress bar, a top-10 table and a plot:
-    python -m xtc_katas.explore 6 --backend mlir
+    xtc-katas explore 6 --backend mlir
 
 Read README.md in this folder first, then run: pytest katas/06_explore
 """

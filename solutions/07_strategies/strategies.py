@@ -6,7 +6,7 @@ seed)` draws distinct samples, `strategy.generate(scheduler, sample)` applies on
 scheduler. The problem is the tutorial's 64x128x256 float32 matmul.
 
 See your search run, with a progress bar, a top-10 table and a plot:
-    python -m xtc_katas.explore 7 --backend mlir
+    xtc-katas explore 7 --backend mlir
 
 Read README.md in this folder first, then run: pytest katas/07_strategies
 """

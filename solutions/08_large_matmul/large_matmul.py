@@ -92,9 +92,9 @@ def fastest(sch: Any, specs: dict[str, dict], threads: int) -> str:
     (time_side_by_side): a parallel kernel starts its runtime's thread pool, and a pool
     started in this process would not survive the harness's later fork()s.
     """
-    from xtc_katas.problems import CHALLENGE
-    from xtc_katas.timing import time_side_by_side
-    from xtc_katas.workdir import Workdir
+    from xtc_katas.kata.problems import CHALLENGE
+    from xtc_katas.measure.timing import time_side_by_side
+    from xtc_katas.measure.workdir import Workdir
 
     backend = sch.backend
     modules = {}

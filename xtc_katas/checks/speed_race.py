@@ -12,14 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from xtc_katas import loader
-from xtc_katas.backends import KataBackend
-from xtc_katas.learner_schedules import apply_task, fresh_scheduler
-from xtc_katas.manifest import Kata
-from xtc_katas.problems import PROBLEMS, Matmul
-from xtc_katas.speed_rule import Bar, Race, bar, judge
-from xtc_katas.timing import Timings, percent_of_peak, time_side_by_side
-from xtc_katas.workdir import Workdir
+from xtc_katas.checks.learner_schedules import apply_task, fresh_scheduler
+from xtc_katas.kata import loader
+from xtc_katas.kata.manifest import Kata
+from xtc_katas.kata.problems import PROBLEMS, Matmul
+from xtc_katas.measure.backends import KataBackend
+from xtc_katas.measure.speed_rule import Bar, Race, bar, judge
+from xtc_katas.measure.timing import Timings, percent_of_peak, time_side_by_side
+from xtc_katas.measure.workdir import Workdir
 
 
 def cores() -> int:

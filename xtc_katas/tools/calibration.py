@@ -1,4 +1,4 @@
-"""Measure the speed rule's figures on this machine: `python -m xtc_katas.calibration`.
+"""Measure the speed rule's figures on this machine: `python -m xtc_katas.tools.calibration`.
 
 Every task with a cap in the manifest is raced as its test races it (speed_check.py,
 speed_rule.py), N times, with the reference solution in the learner's seat: naive, the
@@ -18,15 +18,16 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from xtc_katas import loader, machine
-from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.learner_schedules import apply_large
-from xtc_katas.manifest import Kata, Task, katas
-from xtc_katas.problems import PROBLEMS
-from xtc_katas.speed_check import compile_solution, cores, race
-from xtc_katas.speed_rule import Race, bar
-from xtc_katas.timing import NumpyRace
-from xtc_katas.workdir import Workdir
+from xtc_katas.checks.learner_schedules import apply_large
+from xtc_katas.checks.speed_race import compile_solution, cores, race
+from xtc_katas.kata import loader
+from xtc_katas.kata.manifest import Kata, Task, katas
+from xtc_katas.kata.problems import PROBLEMS
+from xtc_katas.measure import machine
+from xtc_katas.measure.backends import BACKENDS, KataBackend
+from xtc_katas.measure.speed_rule import Race, bar
+from xtc_katas.measure.timing import NumpyRace
+from xtc_katas.measure.workdir import Workdir
 
 LARGE_THREADS = (1, 2)
 
@@ -101,7 +102,9 @@ def _span(values: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m xtc_katas.calibration", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m xtc_katas.tools.calibration", description=__doc__
+    )
     parser.add_argument("runs", type=int, nargs="?", default=10)
     parser.add_argument("--backend", action="append", choices=BACKENDS)
     parser.add_argument("--task", action="append", help="only these tasks")

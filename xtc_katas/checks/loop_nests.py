@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from xtc_katas.failures import KataFailure, raise_mistakes
+from xtc_katas.kata.failures import KataFailure, raise_mistakes
 
 
 class ShapeMistake(KataFailure):

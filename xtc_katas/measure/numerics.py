@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from xtc_katas.isolation import run_isolated
-from xtc_katas.problems import Matmul
+from xtc_katas.kata.problems import Matmul
+from xtc_katas.measure.isolation import run_isolated
 
 
 class KernelArgumentError(TypeError):

@@ -1,8 +1,8 @@
 """Run a learner's search (kata 06 or 07) outside pytest, as the tutorial's cells do.
 
-    python -m xtc_katas.explore 6                  # both backends
-    python -m xtc_katas.explore 7 --backend mlir   # one backend, faster
-    python -m xtc_katas.explore 6 --solutions      # the reference search, to compare
+    python -m xtc_katas.cli.explore 6                  # both backends
+    python -m xtc_katas.cli.explore 7 --backend mlir   # one backend, faster
+    python -m xtc_katas.cli.explore 6 --solutions      # the reference search, to compare
 
 For each backend: the naive schedule's % of peak (the baseline), a progress bar with the
 best candidate so far, the top-10 table, and a PNG plot whose path is printed (its title
@@ -19,17 +19,26 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from xtc_katas import ROOT, exploration, loader, machine
-from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.isolation import SEARCH_TIME_LIMIT_S, iterate_isolated
-from xtc_katas.learner_schedules import fresh_scheduler
-from xtc_katas.manifest import Kata, find
-from xtc_katas.problems import STRATEGY, TUTORIAL, Matmul
-from xtc_katas.timing import percent_of_peak, time_side_by_side
-from xtc_katas.workdir import Workdir
+from xtc_katas import ROOT
+from xtc_katas.checks.learner_schedules import fresh_scheduler
+from xtc_katas.cli import search_view
+from xtc_katas.kata import loader
+from xtc_katas.kata.manifest import Kata, Task, find
+from xtc_katas.kata.problems import PROBLEMS, Matmul
+from xtc_katas.measure import machine
+from xtc_katas.measure.backends import BACKENDS, KataBackend
+from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, iterate_isolated
+from xtc_katas.measure.timing import percent_of_peak, time_side_by_side
+from xtc_katas.measure.workdir import Workdir
 
 OUT = ROOT / ".xtc-katas" / "explore"
-SEARCHES = {"06_explore": TUTORIAL, "07_strategies": STRATEGY}
+#: The search kinds (katas/manifest.toml) and the kind of task that feeds each one.
+SEARCH_KINDS = {"search": "candidates", "strategy_search": "strategy"}
+
+
+def search_task(kata: Kata) -> Task | None:
+    """The kata's search generator task, if it has one."""
+    return next(iter(kata.tasks_of_kind(*SEARCH_KINDS)), None)
 
 
 def searching(
@@ -41,11 +50,16 @@ def searching(
     num: int,
     seed: int,
 ) -> Iterator[tuple[int, int, Any, float]]:
+    """The learner's search, called as its tests call it (the manifest's kinds say how)."""
     graph = problem.graph()
-    if kata.id == "06_explore":
-        return module.explore(graph, backend.Backend, module.candidate_specs(), peak)
-    strategy = module.make_strategy(graph)
-    return module.explore_strategy(graph, backend.Backend, strategy, num, seed, peak)
+    search = search_task(kata)
+    assert search is not None
+    feeder = kata.tasks_of_kind(SEARCH_KINDS[search.kind])[0].function
+    explore = getattr(module, search.function)
+    if search.kind == "search":
+        return explore(graph, backend.Backend, getattr(module, feeder)(), peak)
+    strategy = getattr(module, feeder)(graph)
+    return explore(graph, backend.Backend, strategy, num, seed, peak)
 
 
 def baseline_percent(backend: KataBackend, problem: Matmul, peak: float, workdir: Workdir) -> float:
@@ -57,7 +71,7 @@ def baseline_percent(backend: KataBackend, problem: Matmul, peak: float, workdir
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m xtc_katas.explore",
+        prog="python -m xtc_katas.cli.explore",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -69,12 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help=f"where plots go ({OUT})")
     args = parser.parse_args(argv)
     kata = find(args.kata)
-    if kata.id not in SEARCHES:
+    search = search_task(kata)
+    if search is None:
         parser.error(f"{kata.id} has no search to run: explore runs katas 06 and 07")
-    from xtc_katas.machine_peak import peak_fmas_per_s
+    from xtc_katas.measure.machine_peak import peak_fmas_per_s
 
     module = loader.load(kata, solution=args.solutions)
-    problem = SEARCHES[kata.id]
+    problem = PROBLEMS[search.problem]
     peak = peak_fmas_per_s()
     side = "solution" if args.solutions else "yours"
     out = args.out.resolve()
@@ -100,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
                     args.seed,
                     time_limit_s=SEARCH_TIME_LIMIT_S,
                 )
-                results = exploration.run(items, description=f"{kata.id} {name}")
-                print(exploration.top_table(results, baseline))
-                png = exploration.plot(
+                results = search_view.run(items, description=f"{kata.id} {name}")
+                print(search_view.top_table(results, baseline))
+                png = search_view.plot(
                     results,
                     baseline,
                     out / f"{kata.id}-{name}-{side}.png",

@@ -23,17 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from xtc_katas import loader, machine, progress
-from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.learner_schedules import apply_large, apply_task
-from xtc_katas.manifest import Kata, find, katas
-from xtc_katas.problems import PROBLEMS
-from xtc_katas.speed_check import cores, race
-from xtc_katas.timing import NumpyRace, percent_of_peak
-from xtc_katas.workdir import Workdir
-
-#: Katas whose tasks are one schedule each, measured again here (06, 07: searches).
-SCHEDULE_KATAS = ("04_scheduling", "05_descript")
+from xtc_katas.checks.learner_schedules import apply_large, apply_task
+from xtc_katas.checks.speed_race import cores, race
+from xtc_katas.kata import loader, progress
+from xtc_katas.kata.manifest import SCHEDULE_KINDS, Kata, Task, katas
+from xtc_katas.kata.problems import PROBLEMS
+from xtc_katas.measure import machine
+from xtc_katas.measure.backends import BACKENDS, KataBackend
+from xtc_katas.measure.timing import NumpyRace, percent_of_peak
+from xtc_katas.measure.workdir import Workdir
 
 
 def _passing(kata: Kata) -> bool:
@@ -41,13 +39,15 @@ def _passing(kata: Kata) -> bool:
 
 
 def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
-    """Each task of a passing kata 04/05, raced as its test races it (speed_check.race)."""
+    """Each raced task of kind schedule/spec of a passing kata, raced as its test races it
+    (speed_race.race)."""
     rows = []
     for kata in katas():
-        if kata.id not in SCHEDULE_KATAS or not _passing(kata):
+        tasks = [t for t in kata.tasks_of_kind(*SCHEDULE_KINDS) if t.caps]
+        if not tasks or not _passing(kata):
             continue
         learner_module = loader.load(kata, solution=False)
-        for task in kata.tasks:
+        for task in tasks:
             problem = PROBLEMS[task.problem]
             impl, scheduler = apply_task(kata, learner_module, task.function, backend, problem)
             learner = workdir.compile(impl, scheduler.schedule(), stem=task.function)
@@ -78,11 +78,21 @@ def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[d
 
 
 def challenge_row(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
-    """Kata 08 on one thread: yours and the reference raced with numpy (timing.NumpyRace)."""
-    kata = find(8)
-    if not _passing(kata):
-        return []
-    problem = PROBLEMS[kata.tasks[0].problem]
+    """Tasks of kind "large" (kata 08) on one thread: yours and the reference raced with
+    numpy (timing.NumpyRace)."""
+    return [
+        row
+        for kata in katas()
+        for task in kata.tasks_of_kind("large")
+        if _passing(kata)
+        for row in large_row(kata, task, backend, workdir, peak)
+    ]
+
+
+def large_row(
+    kata: Kata, task: Task, backend: KataBackend, workdir: Workdir, peak: float
+) -> list[dict[str, Any]]:
+    problem = PROBLEMS[task.problem]
     modules = {}
     for side, solution in (("yours", False), ("reference", True)):
         module = loader.load(kata, solution=solution)
@@ -92,7 +102,7 @@ def challenge_row(backend: KataBackend, workdir: Workdir, peak: float) -> list[d
     return [
         {
             "kata": kata.id,
-            "task": "schedule_large (1 thread)",
+            "task": f"{task.function} (1 thread)",
             "backend": backend.name,
             "measure": "speed relative to numpy",
             "yours": numpy_race.ratio("yours"),
@@ -106,20 +116,19 @@ def challenge_row(backend: KataBackend, workdir: Workdir, peak: float) -> list[d
 
 
 def search_rows() -> list[dict[str, Any]]:
-    """Katas 06 and 07: the figures of the last passing test run, as recorded."""
+    """Searches (katas 06, 07): the figures of the last passing test run, as recorded."""
     rows = []
-    for number in (6, 7):
-        kata = find(number)
-        if not _passing(kata):
+    for kata in katas():
+        if not kata.tasks_of_kind("search", "strategy_search") or not _passing(kata):
             continue
-        for nodeid, result in progress.kata_results(kata, progress.read()).items():
-            for figures in result.get("perf", []):
+        for result in progress.kata_results(kata, progress.read()).values():
+            for figures in result.perf:
                 if "best" in figures:
                     rows.append(
                         {
                             "kata": kata.id,
                             "task": f"best candidate: {figures['best']}",
-                            "backend": nodeid.rsplit("[", 1)[-1].rstrip("]"),
+                            "backend": result.backend,
                             "measure": "speedup over naive (recorded by your last test run)",
                             "yours": figures.get("speedup"),
                             "reference": None,
@@ -166,7 +175,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from xtc_katas.machine_peak import peak_fmas_per_s
+    from xtc_katas.measure.machine_peak import peak_fmas_per_s
 
     peak = peak_fmas_per_s()
     rows: list[dict[str, Any]] = []

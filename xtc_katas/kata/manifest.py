@@ -20,6 +20,20 @@ else:  # pragma: no cover
 
 MANIFEST = ROOT / "katas" / "manifest.toml"
 
+#: What a task's function gives the harness (the manifest's `kind`), and how it is called.
+KINDS = {
+    "schedule": "f(sch): schedules the scheduler it is given",
+    "spec": "f(): returns a descript spec for descript_scheduler",
+    "baseline": "f(graph, Backend, dump_file): compiles the graph, unscheduled",
+    "candidates": "f(): returns {name: spec}, the specs a search tries",
+    "search": "f(graph, Backend, specs, peak): yields (index, total, name, percent)",
+    "strategy": "f(graph): returns an XTC strategy (a search space)",
+    "strategy_search": "f(graph, Backend, strategy, num, seed, peak): yields like search",
+    "large": "f(sch, threads): schedules the challenge matmul",
+}
+#: The kinds whose function yields one schedule the harness can rebuild alone.
+SCHEDULE_KINDS = ("schedule", "spec")
+
 
 @dataclass(frozen=True)
 class Task:
@@ -40,6 +54,8 @@ class Task:
     #: race runs on every core.
     problem: str = ""
     parallel: bool = False
+    #: What the function gives the harness (KINDS); "" for one that builds no schedule.
+    kind: str = ""
 
     def cap(self, backend: str) -> float:
         caps = dict(self.caps)
@@ -88,6 +104,9 @@ class Kata:
             return find(kata_id), function
         return self, name
 
+    def tasks_of_kind(self, *kinds: str) -> list[Task]:
+        return [t for t in self.tasks if t.kind in kinds]
+
     def hints(self) -> list[str]:
         """All hints in order, task by task: what `xtc-katas hint` walks through."""
         return [f"{t.function}: {h}" for t in self.tasks for h in t.hints]
@@ -110,6 +129,7 @@ def katas() -> tuple[Kata, ...]:
                     t.get("previous", ""),
                     t.get("problem", ""),
                     t.get("parallel", False),
+                    t.get("kind", ""),
                 )
                 for t in k["task"]
             ),

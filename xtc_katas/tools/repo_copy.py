@@ -1,8 +1,8 @@
-"""CI's third direction: the solutions copied over the stubs, run as a learner runs them.
+"""Copies of the repository to run as a learner runs them: CI's solved copy and tests/.
 
-`--solutions` imports solutions/ directly; this instead copies the repository, puts each
-reference module where the learner's stub is, and runs plain `pytest katas` and
-`xtc-katas status` there: the exact experience of a learner who solved everything.
+A harness test of what the learner sees (a planted mistake, a renamed function, a new
+kata) edits a copy, never the repository, then runs `python -m pytest` or `xtc-katas`
+there, so the copy's own files and its xtc_katas are the ones that run.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from xtc_katas import ROOT
-from xtc_katas.manifest import find, katas
+from xtc_katas.kata.manifest import find
 
 IGNORED = shutil.ignore_patterns(
     ".git", ".venv", ".tox", ".pytest_cache", ".hypothesis", "__pycache__", "*.egg-info"
@@ -30,14 +29,6 @@ def copy_repository(destination: Path) -> Path:
     """
     copy = destination / "xtc-katas"
     shutil.copytree(ROOT, copy, ignore=IGNORED)
-    return copy
-
-
-def solved_copy(destination: Path) -> Path:
-    """A copy of the repository with every stub replaced by its reference solution."""
-    copy = copy_repository(destination)
-    for kata in katas():
-        shutil.copyfile(kata.solution_path(copy), kata.stub_path(copy))
     return copy
 
 
@@ -82,30 +73,3 @@ def edit_stub(repo: Path, number: int, before: str, code: str) -> None:
     if before not in source:
         raise ValueError(f"{stub.name} has no {before!r} to edit before")
     stub.write_text(source.replace(before, code + before, 1))
-
-
-def main(argv: list[str]) -> int:
-    with tempfile.TemporaryDirectory(prefix="xtc-katas-solved-") as tmp:
-        copy = solved_copy(Path(tmp))
-        # `python -m` from the copy imports the copy's xtc_katas, so paths resolve there.
-        run = [sys.executable, "-m", "pytest", "katas", *argv]
-        print("$", " ".join(run), f"(in a solved copy: {copy})", flush=True)
-        code = subprocess.run(run, cwd=copy).returncode
-        if code != 0:
-            return code
-        status = subprocess.run(
-            [sys.executable, "-m", "xtc_katas", "status", "--no-run"],
-            cwd=copy,
-            capture_output=True,
-            text=True,
-        )
-        print(status.stdout)
-        expected = f"{len(katas())} of {len(katas())} katas passing."
-        if expected not in status.stdout:
-            print(f"selfcheck: the status table of the solved copy does not say {expected!r}")
-            return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from xtc_katas.backends import KataBackend
-from xtc_katas.manifest import Kata
-from xtc_katas.problems import Matmul
-from xtc_katas.schedule_checks import ScheduleMistake, check_schedule
+from xtc_katas.checks.schedule import ScheduleMistake, check_schedule
+from xtc_katas.kata.manifest import Kata
+from xtc_katas.kata.problems import Matmul
+from xtc_katas.measure.backends import KataBackend
 
 DIMS = ["i", "j", "k"]
 
@@ -83,9 +83,18 @@ def apply_schedule(
 def apply_task(
     kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
 ) -> tuple[Any, Any]:
-    """A kata 04 schedule function (`schedule_*`) or a spec function, applied and checked."""
-    apply = apply_schedule if function.startswith("schedule_") else apply_spec
-    return apply(kata, module, function, backend, problem)
+    """A task's function of kind "schedule" (f(sch)) or "spec" (f() -> spec), applied on a
+    fresh scheduler of `problem` and checked (the manifest's `kind` says which)."""
+    task = kata.task(function)
+    kind = task.kind if task else ""
+    if kind == "schedule":
+        return apply_schedule(kata, module, function, backend, problem)
+    if kind == "spec":
+        return apply_spec(kata, module, function, backend, problem)
+    raise LookupError(
+        f"{kata.id}.{function} is of kind {kind!r}: only a task of kind 'schedule' or 'spec' "
+        "builds a schedule on its own (katas/manifest.toml)"
+    )
 
 
 def apply_large(

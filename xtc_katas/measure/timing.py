@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from xtc_katas.isolation import run_isolated
-from xtc_katas.numerics import check_arrays
-from xtc_katas.problems import Matmul
+from xtc_katas.kata.problems import Matmul
+from xtc_katas.measure.isolation import run_isolated
+from xtc_katas.measure.numerics import check_arrays
 
 ROUNDS = 5
 SAMPLES = 40

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xtc_katas.failures import KataFailure
+from xtc_katas.kata.failures import KataFailure
 
 #: The bar is at most this fraction of the reference's speedup in the same run. A correct
 #: solution, timed like the reference, reads within a few % of it (learner = reference,

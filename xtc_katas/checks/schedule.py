@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from xtc_katas.failures import KataFailure, raise_mistakes
-from xtc_katas.loop_nests import loop_axes
+from xtc_katas.checks.loop_nests import loop_axes
+from xtc_katas.kata.failures import KataFailure, raise_mistakes
 
 
 class ScheduleMistake(KataFailure):

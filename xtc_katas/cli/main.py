@@ -8,6 +8,7 @@ recorded results are missing or stale, and reads every result back from pytest's
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shutil
@@ -16,11 +17,13 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
-from xtc_katas import ROOT, progress, stubs
-from xtc_katas.backends import BACKENDS
-from xtc_katas.manifest import Kata, find, katas
-from xtc_katas.progress import KataStatus, kata_status
+from xtc_katas import ROOT
+from xtc_katas.kata import progress, stubs
+from xtc_katas.kata.manifest import Kata, find, katas
+from xtc_katas.kata.progress import KataStatus, kata_status
+from xtc_katas.measure.backends import BACKENDS
 
 HINT_STATE = progress.cache_file(key="xtc-katas/hints")
 BACKUPS = ROOT / ".xtc-katas" / "backups"
@@ -87,11 +90,8 @@ def render_next_step(statuses: list[KataStatus]) -> str:
     lines = [f"Next: {kata.id} — {kata.title}", f"  lesson: katas/{kata.id}/README.md"]
     failure = current.first_failure
     if failure:
-        lines.append(f"  first failure: {failure.get('message') or 'see pytest output'}")
-    task = next(
-        (t for t in kata.tasks if failure and t.function in failure.get("message", "")),
-        kata.tasks[0],
-    )
+        lines.append(f"  first failure: {failure.message or 'see pytest output'}")
+    task = next((t for t in kata.tasks if failure and t.function in failure.tasks), kata.tasks[0])
     lines.append(f"  hint: {task.hints[0]}")
     lines.append(f"  run:  xtc-katas run {kata.number}    (or: pytest katas/{kata.id})")
     return "\n".join(lines)
@@ -144,7 +144,7 @@ def status_line(status: KataStatus) -> str:
     kata = status.kata
     line = f"[{kata.id}] {status.state}: {status.tasks_passed}/{len(kata.tasks)} tasks passed"
     if status.first_failure and status.state != "passing":
-        line += f"\n  {status.first_failure.get('message') or 'see: xtc-katas run'}"
+        line += f"\n  {status.first_failure.message or 'see: xtc-katas run'}"
     return line
 
 
@@ -265,9 +265,15 @@ def cmd_reset(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_explore(args: argparse.Namespace) -> int:
-    from xtc_katas import explore
+def command(name: str) -> ModuleType:
+    """The module of a heavier command (explore, report, show), imported by name when it
+    runs: `xtc-katas status` then starts in a fraction of a second, and this dispatcher
+    depends on the kata package alone, not on everything those commands measure with."""
+    return importlib.import_module(f"xtc_katas.cli.{name}")
 
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    explore = command("explore")
     argv = [args.kata, *[f"--backend={b}" for b in args.backend or []]]
     argv += ["--num", str(args.num), "--seed", str(args.seed)]
     if args.solutions:
@@ -276,9 +282,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from xtc_katas import report
-
-    return report.main(args)
+    return command("report").main(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -327,9 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--backend", action="append", choices=BACKENDS)
     report.add_argument("--out", type=Path, default=ROOT / ".xtc-katas" / "report")
     report.set_defaults(func=cmd_report)
-    from xtc_katas import show
-
-    show.add_parser(sub)
+    command("show").add_parser(sub)
     return parser
 
 

@@ -26,26 +26,23 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from xtc_katas import loader, machine
-from xtc_katas.backends import BACKENDS, KataBackend
-from xtc_katas.failures import not_implemented
-from xtc_katas.learner_schedules import (
+from xtc_katas.checks.learner_schedules import (
     SchedulerRecorder,
     apply_large,
     apply_task,
     fresh_scheduler,
+    schedule_spec,
 )
-from xtc_katas.manifest import Kata, find
-from xtc_katas.problems import CHALLENGE, PROBLEMS, STRATEGY, TUTORIAL, Matmul
-from xtc_katas.workdir import Workdir
+from xtc_katas.kata import loader
+from xtc_katas.kata.failures import not_implemented
+from xtc_katas.kata.manifest import SCHEDULE_KINDS, Kata, find
+from xtc_katas.kata.problems import PROBLEMS, Matmul
+from xtc_katas.measure import machine
+from xtc_katas.measure.backends import BACKENDS, KataBackend
+from xtc_katas.measure.workdir import Workdir
 
-#: The function whose schedule is shown, for katas with one schedule-building function.
-BUILDS_THE_SCHEDULE = {
-    "03_compile": "compile_baseline",
-    "06_explore": "candidate_specs",
-    "07_strategies": "make_strategy",
-    "08_large_matmul": "schedule_large",
-}
+#: The kinds of task (katas/manifest.toml) whose schedule can be shown.
+SHOWN_KINDS = ("baseline", "schedule", "spec", "candidates", "strategy", "large")
 VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
 FMA = re.compile(r"\bv?fn?m(add|sub)\w*[ps][sd]\b")
 VECTOR_REGISTER = re.compile(r"%?\b([xyz]mm)\d+\b")
@@ -54,40 +51,42 @@ VECTOR_REGISTER = re.compile(r"%?\b([xyz]mm)\d+\b")
 def schedule_of(
     kata: Kata, module: ModuleType, function: str, backend: KataBackend, args: argparse.Namespace
 ) -> tuple[Any, Any, Matmul]:
-    """(XTC backend, scheduler, problem) of `function`, built as its tests build it."""
-    if kata.id == "03_compile":
+    """(XTC backend, scheduler, problem) of `function`, built as its tests build it: how
+    depends on the task's kind in the manifest, never on which kata it is."""
+    task = _task(kata, function)
+    problem = PROBLEMS[task.problem]
+    if task.kind == "baseline":
         recorder = SchedulerRecorder(backend.Backend)
         with tempfile.TemporaryDirectory() as scratch:
-            module.compile_baseline(TUTORIAL.graph(), recorder.Backend, f"{scratch}/baseline")
+            getattr(module, function)(problem.graph(), recorder.Backend, f"{scratch}/baseline")
         impl, scheduler = recorder.last()
-        return impl, scheduler, TUTORIAL
-    if kata.id in ("04_scheduling", "05_descript"):
-        problem = PROBLEMS[_task(kata, function).problem]
+        return impl, scheduler, problem
+    if task.kind in SCHEDULE_KINDS:
         return (*apply_task(kata, module, function, backend, problem), problem)
-    if kata.id == "06_explore":
-        from xtc_katas.learner_schedules import schedule_spec
-
-        specs = dict(module.candidate_specs())
+    if task.kind == "candidates":
+        specs = dict(getattr(module, function)())
         name = args.candidate or next(iter(specs))
         if name not in specs:
-            raise LookupError(f"no candidate {name!r}; candidate_specs() has {list(specs)}")
-        return (*schedule_spec(kata, specs[name], name, backend, TUTORIAL), TUTORIAL)
-    if kata.id == "07_strategies":
-        strategy = module.make_strategy(STRATEGY.graph())
+            raise LookupError(f"no candidate {name!r}; {function}() has {list(specs)}")
+        return (*schedule_spec(kata, specs[name], name, backend, problem), problem)
+    if task.kind == "strategy":
+        strategy = getattr(module, function)(problem.graph())
         samples = [list(s) for s in strategy.sample(30, 42)]
-        impl, scheduler = fresh_scheduler(backend, STRATEGY)
+        impl, scheduler = fresh_scheduler(backend, problem)
         strategy.generate(scheduler, samples[args.sample])
-        return impl, scheduler, STRATEGY
-    if kata.id == "08_large_matmul":
-        return (*apply_large(kata, module, backend, CHALLENGE, args.threads), CHALLENGE)
-    raise LookupError(f"{kata.id} has no schedule to show: show works on katas 03 to 08")
+        return impl, scheduler, problem
+    if task.kind == "large":
+        return (*apply_large(kata, module, backend, problem, args.threads), problem)
+    raise LookupError(f"{kata.id}.{function} builds no schedule to show")
 
 
 def _task(kata: Kata, function: str | None) -> Any:
     task = kata.task(function or "")
-    if task is None:
-        names = ", ".join(t.function for t in kata.tasks)
-        raise LookupError(f"{kata.id} has no task {function!r}; its tasks are: {names}")
+    if task is None or task.kind not in SHOWN_KINDS:
+        names = ", ".join(t.function for t in kata.tasks_of_kind(*SHOWN_KINDS))
+        if not names:
+            raise LookupError(f"{kata.id} has no schedule to show: its tasks build none")
+        raise LookupError(f"{kata.id} has no schedule named {function!r}; try one of: {names}")
     return task
 
 
@@ -128,9 +127,9 @@ def mark_fmas(listing: str) -> str:
 def main(args: argparse.Namespace) -> int:
     kata = find(args.kata)
     machine.emulate_cpu_info()
-    function = args.function or BUILDS_THE_SCHEDULE.get(kata.id)
-    if kata.id in ("04_scheduling", "05_descript"):
-        function = _task(kata, function).function
+    shown = kata.tasks_of_kind(*SHOWN_KINDS)
+    function = args.function or (shown[0].function if len(shown) == 1 else None)
+    function = _task(kata, function).function
     views = [v for v in VIEWS if getattr(args, v)] or ["nest"]
     sides = ["reference"] if args.reference else ["yours"]
     if args.diff:

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from xtc_katas import machine
+from xtc_katas.measure import machine
 
 BACKENDS = ("mlir", "tvm")
 

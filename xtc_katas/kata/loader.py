@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from xtc_katas import ROOT
-from xtc_katas.manifest import Kata
+from xtc_katas.kata.manifest import Kata
 
 #: Set to 1 (by `pytest --solutions`, tox or CI) to test solutions/ instead of katas/.
 SOLUTIONS_ENV = "XTC_KATAS_SOLUTIONS"

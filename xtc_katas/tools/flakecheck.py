@@ -1,8 +1,8 @@
 """Run the solutions' performance tests N times in a row and report each bar's margin.
 
-    python -m xtc_katas.flakecheck --runs 10 katas/04_scheduling katas/05_descript
-    python -m xtc_katas.flakecheck --runs 10 --hog    # with the other core kept busy
-    python -m xtc_katas.flakecheck --runs 3 --isa avx2  # as an AVX2 machine would judge
+    python -m xtc_katas.tools.flakecheck --runs 10 katas/04_scheduling katas/05_descript
+    python -m xtc_katas.tools.flakecheck --runs 10 --hog    # with the other core kept busy
+    python -m xtc_katas.tools.flakecheck --runs 3 --isa avx2  # as an AVX2 machine would judge
 
 A speed judgement that fails once in twenty runs is a bug, so this is how the rule is
 re-checked on a new machine: every run is a plain `pytest --solutions -m perf` in a
@@ -28,7 +28,8 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-from xtc_katas import ROOT, machine
+from xtc_katas import ROOT
+from xtc_katas.measure import machine
 
 #: The room a correct solution must keep above every bar, in every run.
 MARGIN = 1.3
@@ -73,7 +74,7 @@ def figures(junit: Path) -> dict[str, dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m xtc_katas.flakecheck",
+        prog="python -m xtc_katas.tools.flakecheck",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -8,7 +8,7 @@ the core count.
 
 `XTC_KATAS_ISA=avx2` compiles every harness kernel as for an AVX2 machine (8 float32
 lanes, 16 vector registers) on an AVX-512 host, and makes XTC's `cpu_info()` say so:
-`python -m xtc_katas.flakecheck --isa avx2` checks the judgements of an AVX2 machine
+`python -m xtc_katas.tools.flakecheck --isa avx2` checks the judgements of an AVX2 machine
 without one (numpy still runs this machine's BLAS kernel).
 """
 

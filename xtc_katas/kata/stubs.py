@@ -12,21 +12,12 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from xtc_katas.failures import KataFailure
-from xtc_katas.manifest import Kata
-
-
-class StubNotImplemented(NotImplementedError):
-    """Raised by the harness for a test whose function is still the untouched stub."""
-
-    def __init__(self, kata: Kata, function: str) -> None:
-        super().__init__(f"{kata.id}: {function}() is not implemented yet")
-        self.kata = kata
-        self.function = function
+from xtc_katas.kata.failures import KataFailure
+from xtc_katas.kata.manifest import Kata
 
 
 def is_untouched_stub(function: Callable[..., Any]) -> bool:
@@ -73,7 +64,8 @@ def source_is_untouched(kata: Kata, source: str) -> bool:
 
 
 def functions_checked_by(kata: Kata, test_name: str) -> list[str]:
-    """The kata functions a test checks: by contract, their names are in the test's name."""
+    """The kata functions a test without a `task` marker checks: by contract, their
+    names are in the test's name (the plugin binds each test once, at collection)."""
     return [task.function for task in kata.tasks if task.function in test_name]
 
 
@@ -92,16 +84,14 @@ class FunctionMissing(KataFailure):
         self.function = function
 
 
-def first_missing(kata: Kata, module: ModuleType, test_name: str) -> str | None:
-    """A function the test checks that the learner's module does not define."""
-    return next(
-        (name for name in functions_checked_by(kata, test_name) if not hasattr(module, name)),
-        None,
-    )
+def first_missing(module: ModuleType, functions: Sequence[str]) -> str | None:
+    """One of `functions` (those a test checks) that the learner's module lacks."""
+    return next((name for name in functions if not hasattr(module, name)), None)
 
 
-def first_untouched(kata: Kata, module: ModuleType, test_name: str) -> str | None:
-    for name in functions_checked_by(kata, test_name):
+def first_untouched(module: ModuleType, functions: Sequence[str]) -> str | None:
+    """One of `functions` (those a test checks) that is still the untouched stub."""
+    for name in functions:
         function = getattr(module, name, None)
         if function is not None and is_untouched_stub(function):
             return name

@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from xtc_katas.failures import KataFailure
+from xtc_katas.kata.failures import KataFailure
 
 T = TypeVar("T")
 

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from xtc_katas.failures import KataFailure, raise_mistakes
-from xtc_katas.problems import Matmul
-from xtc_katas.timing import percent_of_peak, time_side_by_side
+from xtc_katas.kata.failures import KataFailure, raise_mistakes
+from xtc_katas.kata.problems import Matmul
+from xtc_katas.measure.timing import percent_of_peak, time_side_by_side
 
 
 class SearchMistake(KataFailure):

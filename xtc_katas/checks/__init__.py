@@ -1,0 +1,1 @@
+"""Judging a learner's code: schedule and loop-nest shape, searches, the speed race."""

@@ -1,0 +1,77 @@
+"""The `task` fixture: one task of the kata under test, as its tests use it.
+
+A test names its task with a marker, `@pytest.mark.task("schedule_split")`; the fixture
+then knows the function, the problem it runs on (the manifest's `problem`) and the
+backend, so the test reads as the task's three judgements and nothing else:
+
+    @pytest.mark.task("schedule_split")
+    def test_schedule_split_computes_the_matmul(task):
+        task.assert_computes()
+
+Every call builds on a fresh scheduler and compiles into the test's own work dir.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from xtc_katas.checks import loop_nests
+from xtc_katas.checks.learner_schedules import apply_task
+from xtc_katas.kata.manifest import Kata, Task
+from xtc_katas.kata.problems import PROBLEMS, Matmul
+from xtc_katas.measure import numerics
+from xtc_katas.measure.backends import KataBackend
+from xtc_katas.measure.workdir import Workdir
+
+if TYPE_CHECKING:  # annotations only: the plugin hands a SpeedCheck in
+    from xtc_katas.checks.speed_race import SpeedCheck
+    from xtc_katas.measure.speed_rule import Bar
+
+#: The inputs every numerics check feeds: random, signed, and the edge values.
+INPUT_KINDS = ("random", "signed", "edge")
+
+
+@dataclass
+class TaskUnderTest:
+    kata: Kata
+    task: Task
+    module: ModuleType  # the learner's stub module, or the reference with --solutions
+    backend: KataBackend
+    workdir: Workdir
+    speed_check: SpeedCheck
+
+    @property
+    def function(self) -> str:
+        return self.task.function
+
+    @property
+    def problem(self) -> Matmul:
+        if self.task.problem not in PROBLEMS:
+            raise LookupError(f"{self.kata.id}.{self.function}: no problem in the manifest")
+        return PROBLEMS[self.task.problem]
+
+    def scheduled(self) -> tuple[Any, Any]:
+        """(XTC backend, scheduler) after the learner's function, checked by the harness."""
+        return apply_task(self.kata, self.module, self.function, self.backend, self.problem)
+
+    def compiled(self) -> Any:
+        impl, scheduler = self.scheduled()
+        return self.workdir.compile(impl, scheduler.schedule(), stem=self.function)
+
+    def loop_nest(self) -> Any:
+        return self.scheduled()[1].get_loop_nest()
+
+    def assert_computes(self) -> None:
+        """The compiled kernel computes A @ B on harness-made inputs (numerics.py)."""
+        numerics.assert_computes(self.compiled(), self.problem, self.backend.name, INPUT_KINDS)
+
+    def assert_shape(self, mistakes: list[str]) -> None:
+        """No mistakes in the loop nest's shape, as listed by a loop_nests check."""
+        loop_nests.require(mistakes, self.kata.id, self.function)
+
+    def assert_speed(self) -> Bar:
+        """Race the learner's kernel against naive, the reference and the previous task's
+        reference (speed_race.py), and assert this run's bar (speed_rule.py)."""
+        return self.speed_check(self.function, self.problem, self.compiled())

@@ -1,0 +1,1 @@
+"""The learner's command, `xtc-katas`: status, run, watch, hint, reset, show, explore, report."""

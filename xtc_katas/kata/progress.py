@@ -1,0 +1,124 @@
+"""The learner's progress: real test results, kept in pytest's own cache, and what they
+mean for each kata (`kata_status`, read by `xtc-katas status`, `watch` and `report`).
+
+Nothing here is hand-edited state. Each learner-mode pytest run records, per test, its
+outcome, any performance figures, and a hash of the kata's module at that moment; the
+status table reads them back and treats a result as stale once the module changed.
+Deleting .pytest_cache loses only this history.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xtc_katas import ROOT
+from xtc_katas.kata.manifest import Kata
+
+CACHE_KEY = "xtc-katas/results"
+
+
+def cache_file(root: Path = ROOT, key: str = CACHE_KEY) -> Path:
+    """Where pytest's cache provider stores `key` (config.cache.set writes this file)."""
+    return root / ".pytest_cache" / "v" / key
+
+
+def module_hash(kata: Kata, root: Path = ROOT) -> str:
+    path = kata.stub_path(root)
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.exists() else ""
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test's last result, as the plugin recorded it (the only writer)."""
+
+    __test__ = False  # not a pytest test class, despite its name
+
+    kata: str  # "04_scheduling"
+    tasks: tuple[str, ...]  # the functions it checks, as bound at collection
+    backend: str  # "mlir", "tvm", or "" for a test that compiles nothing
+    outcome: str  # "passed", "failed", "skipped"
+    module_hash: str  # of the kata's module when it ran: a later edit makes it stale
+    perf: list[dict[str, Any]] = field(default_factory=list)  # figures, e.g. speedup
+    when: float = 0.0
+    message: str = ""  # a failure's first line
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    @classmethod
+    def from_json(cls, data: Any) -> TestResult | None:
+        """None for an entry this version cannot read (an older harness's): run again."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        if not isinstance(data, dict) or not {"kata", "tasks", "outcome"} <= set(data):
+            return None
+        known = {k: v for k, v in data.items() if k in names}
+        return cls(**{**known, "tasks": tuple(known["tasks"])})
+
+
+Results = dict[str, TestResult]  # by pytest node id, a key only: never parsed
+
+
+def read(root: Path = ROOT) -> Results:
+    try:
+        raw = json.loads(cache_file(root).read_text())
+    except (OSError, ValueError):
+        return {}
+    results = {key: TestResult.from_json(value) for key, value in raw.items()}
+    return {key: r for key, r in results.items() if r is not None}
+
+
+def record(cache: Any, results: Results) -> None:
+    """Add `results` to those in pytest's cache (`config.cache`), the newest winning."""
+    stored = cache.get(CACHE_KEY, {})
+    stored.update({key: dataclasses.asdict(r) for key, r in results.items()})
+    cache.set(CACHE_KEY, stored)
+
+
+def kata_results(kata: Kata, results: Results, root: Path = ROOT) -> Results:
+    """This kata's recorded results, only those recorded against its current module."""
+    current = module_hash(kata, root)
+    return {key: r for key, r in results.items() if r.kata == kata.id and r.module_hash == current}
+
+
+@dataclass
+class KataStatus:
+    kata: Kata
+    state: str  # "passing", "failing", "not started", "not run"
+    tasks_passed: int
+    first_failure: TestResult | None
+    best_percent_of_peak: float | None
+    best_speedup: float | None
+
+
+def kata_status(kata: Kata, results: Results) -> KataStatus:
+    mine = kata_results(kata, results).values()
+    if not mine:
+        return KataStatus(kata, "not run", 0, None, None, None)
+    passed = 0
+    for task in kata.tasks:
+        outcomes = [r.passed for r in mine if task.function in r.tasks]
+        passed += bool(outcomes) and all(outcomes)
+    failures = [r for r in mine if not r.passed]
+    figures = [f for r in mine if r.passed for f in r.perf]
+    percents = [f["percent_of_peak"] for f in figures if "percent_of_peak" in f]
+    speedups = [f["speedup"] for f in figures if "speedup" in f]
+    if not failures:
+        state = "passing"
+    elif all("not implemented yet" in r.message for r in failures) and not passed:
+        state = "not started"
+    else:
+        state = "failing"
+    return KataStatus(
+        kata,
+        state,
+        passed,
+        failures[0] if failures else None,
+        max(percents) if percents else None,
+        max(speedups) if speedups else None,
+    )

@@ -1,0 +1,52 @@
+"""CI's third direction: the solutions copied over the stubs, run as a learner runs them.
+
+`--solutions` imports solutions/ directly; this instead copies the repository, puts each
+reference module where the learner's stub is, and runs plain `pytest katas` and
+`xtc-katas status` there: the exact experience of a learner who solved everything.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from xtc_katas.kata.manifest import katas
+from xtc_katas.tools.repo_copy import copy_repository
+
+
+def solved_copy(destination: Path) -> Path:
+    """A copy of the repository with every stub replaced by its reference solution."""
+    copy = copy_repository(destination)
+    for kata in katas():
+        shutil.copyfile(kata.solution_path(copy), kata.stub_path(copy))
+    return copy
+
+
+def main(argv: list[str]) -> int:
+    with tempfile.TemporaryDirectory(prefix="xtc-katas-solved-") as tmp:
+        copy = solved_copy(Path(tmp))
+        # `python -m` from the copy imports the copy's xtc_katas, so paths resolve there.
+        run = [sys.executable, "-m", "pytest", "katas", *argv]
+        print("$", " ".join(run), f"(in a solved copy: {copy})", flush=True)
+        code = subprocess.run(run, cwd=copy).returncode
+        if code != 0:
+            return code
+        status = subprocess.run(
+            [sys.executable, "-m", "xtc_katas", "status", "--no-run"],
+            cwd=copy,
+            capture_output=True,
+            text=True,
+        )
+        print(status.stdout)
+        expected = f"{len(katas())} of {len(katas())} katas passing."
+        if expected not in status.stdout:
+            print(f"selfcheck: the status table of the solved copy does not say {expected!r}")
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
