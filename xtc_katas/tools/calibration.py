@@ -45,7 +45,7 @@ def race_task(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) ->
     """[(label, Race, cap)] of one side-by-side run of this task."""
     problem = PROBLEMS[task.problem]
     cap = task.cap(backend.name)
-    if task.function == "schedule_large":
+    if task.kind == "large":
         solution = loader.load(kata, solution=True)
         found = []
         for threads in LARGE_THREADS:
@@ -84,7 +84,7 @@ def machine_rows(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> li
     for kata, task in calibrated_tasks():
         labels = (
             [f"{task.function} {t}T" for t in LARGE_THREADS]
-            if task.function == "schedule_large"
+            if task.kind == "large"
             else [task.function]
         )
         for label in labels:
