@@ -114,6 +114,14 @@ class Planted:
 
 
 BASELINE = '    """Compile `graph` with XTC'
+FUSED = '    """A register tile of C, with the relu fused'
+REGISTER_TILE_16 = (
+    '    sch.strip_mine("i", {"i1": 4})\n'
+    '    sch.strip_mine("j", {"j1": 16})\n'
+    '    sch.interchange(["i", "j", "k", "i1", "j1"])\n'
+    '    sch.unroll({"i1": 4})\n'
+    '    sch.vectorize(["j1"])\n'
+)
 PLANTED = {
     # The tutorial's set_dims(["i", "j", "k"]) on matmul+relu, whose scheduled node is the
     # relu (loops i, j): XTC asserts without a message; the line that failed is shown.
@@ -203,6 +211,28 @@ PLANTED = {
         '            for order in itertools.permutations("ijk")]\n',
         ("-k", "space_worth_searching", "--backend", "mlir"),
         ("0 of 6 candidates are register tiles",),
+    ),
+    "relu left unfused": Planted(
+        9,
+        FUSED,
+        REGISTER_TILE_16 + "    return\n",
+        ("-k", "schedule_fused_fuses", "--backend", "mlir"),
+        ("09_fusion › schedule_fused(): the loop nest is not there yet", "nest of its own"),
+    ),
+    "relu fused inside k": Planted(
+        9,
+        FUSED,
+        REGISTER_TILE_16 + '    sch.fuse_consumer_at("i1")\n    return\n',
+        ("-k", "schedule_fused_fuses", "--backend", "tvm"),
+        ("the relu is fused at 'i1', inside the 'k' loop",),
+    ),
+    # Fused at j, TVM copies ~12x the block it needs (the lesson): only speed can tell.
+    "relu fused at j on TVM": Planted(
+        9,
+        FUSED,
+        REGISTER_TILE_16 + '    sch.fuse_consumer_at("j")\n    return\n',
+        ("-k", "schedule_fused", "--backend", "tvm"),
+        ("the speed of the same schedule unfused on tvm", "below this run's bar"),
     ),
 }
 

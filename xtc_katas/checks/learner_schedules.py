@@ -21,9 +21,39 @@ DIMS = ["i", "j", "k"]
 
 
 def fresh_scheduler(backend: KataBackend, problem: Matmul) -> tuple[Any, Any]:
-    """XTC's backend object for the harness's own graph, and a new scheduler of it."""
-    impl = backend.Backend(problem.graph())
-    return impl, impl.get_scheduler()
+    """XTC's backend object for the harness's own graph, and a new scheduler of its matmul."""
+    impl = backend.Backend(problem.graph(), **problem.backend_options(backend.name))
+    return impl, impl.get_scheduler(default_node=problem.scheduled_node)
+
+
+#: The scheduling primitives and descript annotations that fuse another node in.
+FUSING = ("fuse_consumer_at", "fuse_producer_at")
+FUSING_ANNOTATIONS = ("fuse_consumer", "fuse_producer")
+
+
+class WithoutFusion:
+    """A scheduler that ignores fusion: the same schedule, every node in its own nest.
+
+    Kata 09 races a fused schedule against itself unfused; the learner's function runs
+    once on the real scheduler and once on this wrapper.
+    """
+
+    def __init__(self, scheduler: Any) -> None:
+        self._scheduler = scheduler
+
+    def __getattr__(self, name: str) -> Any:
+        if name in FUSING:
+            return lambda *args, **kwargs: None
+        return getattr(self._scheduler, name)
+
+
+def without_fusion(spec: Any) -> Any:
+    """A descript spec with its fusion annotations removed, at every depth."""
+    if not isinstance(spec, dict):
+        return spec
+    return {
+        key: without_fusion(value) for key, value in spec.items() if key not in FUSING_ANNOTATIONS
+    }
 
 
 class SchedulerRecorder:
@@ -64,12 +94,18 @@ class SchedulerRecorder:
 
 
 def apply_schedule(
-    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
+    kata: Kata,
+    module: ModuleType,
+    function: str,
+    backend: KataBackend,
+    problem: Matmul,
+    unfused: bool = False,
 ) -> tuple[Any, Any]:
-    """Call `module.function(sch)` on a fresh scheduler; return (impl, checked scheduler)."""
+    """Call `module.function(sch)` on a fresh scheduler; return (impl, checked scheduler).
+    `unfused`: the function's fusion calls are ignored (WithoutFusion)."""
     impl, scheduler = fresh_scheduler(backend, problem)
     schedule_fn: Callable[[Any], Any] = getattr(module, function)
-    returned = schedule_fn(scheduler)
+    returned = schedule_fn(WithoutFusion(scheduler) if unfused else scheduler)
     if returned is not None:
         raise ScheduleMistake(
             f"{kata.id} › {function}(sch) returned a {type(returned).__name__}: it must "
@@ -81,16 +117,22 @@ def apply_schedule(
 
 
 def apply_task(
-    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
+    kata: Kata,
+    module: ModuleType,
+    function: str,
+    backend: KataBackend,
+    problem: Matmul,
+    unfused: bool = False,
 ) -> tuple[Any, Any]:
     """A task's function of kind "schedule" (f(sch)) or "spec" (f() -> spec), applied on a
-    fresh scheduler of `problem` and checked (the manifest's `kind` says which)."""
+    fresh scheduler of `problem` and checked (the manifest's `kind` says which).
+    `unfused`: the same schedule with its fusion left out (kata 09's baseline)."""
     task = kata.task(function)
     kind = task.kind if task else ""
     if kind == "schedule":
-        return apply_schedule(kata, module, function, backend, problem)
+        return apply_schedule(kata, module, function, backend, problem, unfused)
     if kind == "spec":
-        return apply_spec(kata, module, function, backend, problem)
+        return apply_spec(kata, module, function, backend, problem, unfused)
     raise LookupError(
         f"{kata.id}.{function} is of kind {kind!r}: only a task of kind 'schedule' or 'spec' "
         "builds a schedule on its own (katas/manifest.toml)"
@@ -113,15 +155,23 @@ def apply_large(
 
 
 def apply_spec(
-    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Matmul
+    kata: Kata,
+    module: ModuleType,
+    function: str,
+    backend: KataBackend,
+    problem: Matmul,
+    unfused: bool = False,
 ) -> tuple[Any, Any]:
-    """Apply the dict `module.function()` returns with descript_scheduler; check the result."""
+    """Apply the dict `module.function()` returns with descript_scheduler; check the result.
+    `unfused`: without its fusion annotations (without_fusion)."""
     spec = getattr(module, function)()
     if not isinstance(spec, dict):
         raise ScheduleMistake(
             f"{kata.id} › {function}() returned a {type(spec).__name__}, not a dict: return "
             'the spec itself, e.g. {"i": {}, "k": {}, "j": {}, "j#16": {"vectorize": True}}'
         )
+    if unfused:
+        spec = without_fusion(spec)
     return schedule_spec(kata, spec, f"{function}()", backend, problem)
 
 

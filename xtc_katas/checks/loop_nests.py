@@ -233,3 +233,114 @@ def parallel_outer(loop_nest: Any, parallel_axes: tuple[str, ...] = ("i", "j")) 
     if outer.axis not in parallel_axes:
         return [f"the outermost loop {outer.name!r} walks {outer.axis!r}, a reduction"]
     return []
+
+
+def _outside_reduction(node_loops: list[Loop], name: str, k: str = "k") -> bool:
+    """Whether loop `name` is outside every loop over the reduction axis `k`."""
+    names = [loop.name for loop in node_loops]
+    if name not in names:
+        return False
+    first_k = min((n for n, loop in enumerate(node_loops) if loop.axis == k), default=len(names))
+    return names.index(name) < first_k
+
+
+def fused_consumer(loop_nest: Any, k: str = "k") -> list[str]:
+    """The relu runs inside the matmul's nest (one nest, not two), fused at a loop that
+    is outside the reduction, where C's values in that block are final."""
+    node = loop_nest.root_node
+    if not node.fuse_consumer_at:
+        return [
+            "the relu still runs in a nest of its own, after the whole matmul: fuse it "
+            'into the matmul\'s nest with sch.fuse_consumer_at("i") (or {"fuse_consumer": '
+            "True} on that loop of a spec)"
+        ]
+    node_loops = loops(node, loop_axes(loop_nest))
+    return [
+        f"the relu is fused at {at!r}, inside the {k!r} loop (the interchange is "
+        f"{node.interchange}): there C holds partial sums, so fuse at a loop outside {k!r}"
+        for at in node.fuse_consumer_at
+        if not _outside_reduction(node_loops, at, k)
+    ]
+
+
+def blocked(loop_nest: Any, i: str = "i", j: str = "j") -> list[str]:
+    """C is computed block by block: i and j are tiled, and the loops over blocks (the
+    axes' outer loops) come before every tile loop."""
+    node = loop_nest.root_node
+    node_loops = loops(node, loop_axes(loop_nest))
+    names = [loop.name for loop in node_loops]
+    mistakes = [
+        f"axis {axis!r} is not tiled: strip_mine({axis!r}, {{{axis + '1'!r}: 32}}) makes "
+        f"its blocks, the loop {axis!r} then walks from block to block"
+        for axis in (i, j)
+        if not node.tiles.get(axis)
+    ]
+    if mistakes:
+        return mistakes
+    tiles = [n for n, loop in enumerate(node_loops) if loop.size is not None]
+    block_loops = [n for n, loop in enumerate(node_loops) if loop.name in (i, j)]
+    if max(block_loops) > min(tiles):
+        mistakes.append(
+            f"a tile loop runs outside the block loops (the interchange is {names}): put "
+            f"{i!r} and {j!r} (the loops over blocks) first, e.g. "
+            f'interchange(["{i}", "{j}", "k", "k1", "{i}1", "{j}1"])'
+        )
+    return mistakes
+
+
+def permuted(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[str]:
+    """Inside a block: a row of C's block, then a tile of k, then the vector tile of j.
+
+    One row of the block (j1 / lanes vectors) then stays in registers while the k tile
+    runs, and A is read along its rows (stride 1) instead of down its columns.
+    """
+    node = loop_nest.root_node
+    node_loops = loops(node, loop_axes(loop_nest))
+    mistakes = vector_tile(loop_nest, node, axis=j)
+    last_three = [loop.axis for loop in node_loops[-3:]]
+    if last_three != [i, k, j] or node_loops[-2].size is None:
+        mistakes.append(
+            f"the three innermost loops walk {last_three} (the interchange is "
+            f"{node.interchange}): make them a tile of {i!r}, then a tile of {k!r}, then "
+            f'the vector tile of {j!r}, e.g. interchange(["{i}", "{j}", "{k}", "{i}1", '
+            f'"{k}1", "{j}1"])'
+        )
+    return mistakes
+
+
+def packed(loop_nest: Any, input_idx: int = 1, name: str = "B") -> list[str]:
+    """Input `input_idx` (B) is copied into a packed buffer at some loop (pack_at)."""
+    node = loop_nest.root_node
+    if any(entry[0] == input_idx for entry in node.pack_at.values()):
+        return []
+    return [
+        f"{name} (input {input_idx}) is read where it lies: pack the panel each block reads "
+        f'with sch.pack_at("j", {input_idx}) (or {{"pack": ({input_idx}, None, False)}} on '
+        "that loop of a spec)"
+    ]
+
+
+def write_cache(loop_nest: Any, k: str = "k") -> list[str]:
+    """C's block accumulates in a write buffer, outside the reduction, with the k tile
+    unrolled."""
+    node = loop_nest.root_node
+    node_loops = loops(node, loop_axes(loop_nest))
+    mistakes = []
+    if not node.buffer_at:
+        mistakes.append(
+            'C\'s block is accumulated where C lies: sch.buffer_at("j") gives it a write '
+            "buffer, written back once the block is done"
+        )
+    mistakes += [
+        f"the write buffer is at {at!r}, inside the {k!r} loop: put it at a loop outside "
+        f"{k!r}, so the block is written back once, not once per {k!r} step"
+        for at in node.buffer_at
+        if not _outside_reduction(node_loops, at, k)
+    ]
+    k_tiles = [loop for loop in node_loops if loop.axis == k and loop.size is not None]
+    if not any(tile.name in node.unroll for tile in k_tiles):
+        mistakes.append(
+            f'the tile of {k!r} is not unrolled: unroll it (e.g. unroll({{"k1": 4}})) so '
+            "its steps run back to back on the row kept in registers"
+        )
+    return mistakes

@@ -28,13 +28,27 @@ def cores() -> int:
 
 
 def compile_solution(
-    workdir: Workdir, kata: Kata, name: str, backend: KataBackend, problem: Matmul
+    workdir: Workdir,
+    kata: Kata,
+    name: str,
+    backend: KataBackend,
+    problem: Matmul,
+    unfused: bool = False,
 ) -> Any:
-    """Compile a manifest reference ("function" or "NN_kata.function") from solutions/."""
+    """Compile a manifest reference ("function" or "NN_kata.function") from solutions/;
+    `unfused`: without its fusion."""
     owner, function = kata.solution_of(name)
     solution = loader.load(owner, solution=True)
-    impl, scheduler = apply_task(owner, solution, function, backend, problem)
-    return workdir.compile(impl, scheduler.schedule(), stem=f"{owner.number:02d}_{function}")
+    impl, scheduler = apply_task(owner, solution, function, backend, problem, unfused)
+    stem = f"{owner.number:02d}_{function}{'_unfused' if unfused else ''}"
+    return workdir.compile(impl, scheduler.schedule(), stem=stem)
+
+
+#: What each baseline's speedups are over, in a failure message.
+BASELINES = {
+    "naive": "faster than the naive schedule",
+    "unfused": "the speed of the same schedule unfused",
+}
 
 
 def race(
@@ -44,15 +58,43 @@ def race(
     backend: KataBackend,
     problem: Matmul,
     learner: Any,
+    learner_unfused: Any = None,
 ) -> tuple[Race, Timings]:
     """Naive, `learner` (a compiled module), the reference and the previous task's
-    reference of `kata.function`, timed side by side; speedups over naive."""
+    reference of `kata.function`, timed side by side; speedups over naive.
+
+    A task whose manifest baseline is "unfused" races instead the learner's kernel and
+    `learner_unfused` (the same schedule without its fusion), and the reference with and
+    without its fusion: each side's speedup over its own unfused self.
+    """
     task = kata.task(function)
     if task is None:
         raise LookupError(f"{kata.id} has no task {function}")
     if PROBLEMS.get(task.problem) != problem:
         raise LookupError(
             f"{kata.id}.{function} races {problem.label}, the manifest says {task.problem!r}"
+        )
+    if task.baseline == "unfused":
+        if learner_unfused is None:
+            raise LookupError(f"{kata.id}.{function} races against itself unfused: pass it")
+        reference = task.reference or function
+        timings = time_side_by_side(
+            {
+                "learner_unfused": learner_unfused,
+                "learner": learner,
+                "reference_unfused": compile_solution(
+                    workdir, kata, reference, backend, problem, unfused=True
+                ),
+                "reference": compile_solution(workdir, kata, reference, backend, problem),
+            },
+            problem,
+        )
+        return (
+            Race(
+                learner=timings.speedup("learner", "learner_unfused"),
+                reference=timings.speedup("reference", "reference_unfused"),
+            ),
+            timings,
         )
     impl, scheduler = fresh_scheduler(backend, problem)
     modules = {
@@ -89,15 +131,19 @@ class SpeedCheck:
         problem: Matmul,
         learner: Any,
         advice: str = "",
+        learner_unfused: Any = None,
         **recorded: Any,
     ) -> Bar:
         """Race `learner` (a compiled module of `function`) and assert the bar.
 
         `advice` is the failure's "next:" line (default: the task's last hint);
         `recorded` adds figures to the summary (e.g. the search's best candidate). The %
-        of peak is of every core for a task the manifest marks `parallel`.
+        of peak is of every core for a task the manifest marks `parallel`. A task raced
+        against itself unfused (kata 09) passes `learner_unfused` too.
         """
-        result, timings = race(self.workdir, self.kata, function, self.backend, problem, learner)
+        result, timings = race(
+            self.workdir, self.kata, function, self.backend, problem, learner, learner_unfused
+        )
         cap = self.kata.cap(function, self.backend.name)
         task = self.kata.task(function)
         threads = cores() if task and task.parallel else 1
@@ -120,7 +166,7 @@ class SpeedCheck:
             result,
             cap,
             f"{self.kata.id} › {function}()",
-            f"faster than the naive schedule on {self.backend} ({problem.label})",
+            f"{BASELINES[task.baseline if task else 'naive']} on {self.backend} ({problem.label})",
             advice or f"{hint} (all hints: xtc-katas hint {self.kata.number})",
             f"% of peak: yours {percent('learner'):.1f}%, the reference "
             f"{percent('reference'):.1f}% ({threads} core{'s' if threads > 1 else ''})",

@@ -52,13 +52,17 @@ class TaskUnderTest:
             raise LookupError(f"{self.kata.id}.{self.function}: no problem in the manifest")
         return PROBLEMS[self.task.problem]
 
-    def scheduled(self) -> tuple[Any, Any]:
-        """(XTC backend, scheduler) after the learner's function, checked by the harness."""
-        return apply_task(self.kata, self.module, self.function, self.backend, self.problem)
+    def scheduled(self, unfused: bool = False) -> tuple[Any, Any]:
+        """(XTC backend, scheduler) after the learner's function, checked by the harness;
+        `unfused`: with the function's fusion left out."""
+        return apply_task(
+            self.kata, self.module, self.function, self.backend, self.problem, unfused
+        )
 
-    def compiled(self) -> Any:
-        impl, scheduler = self.scheduled()
-        return self.workdir.compile(impl, scheduler.schedule(), stem=self.function)
+    def compiled(self, unfused: bool = False) -> Any:
+        impl, scheduler = self.scheduled(unfused)
+        stem = f"{self.function}{'_unfused' if unfused else ''}"
+        return self.workdir.compile(impl, scheduler.schedule(), stem=stem)
 
     def loop_nest(self) -> Any:
         return self.scheduled()[1].get_loop_nest()
@@ -73,5 +77,9 @@ class TaskUnderTest:
 
     def assert_speed(self) -> Bar:
         """Race the learner's kernel against naive, the reference and the previous task's
-        reference (speed_race.py), and assert this run's bar (speed_rule.py)."""
-        return self.speed_check(self.function, self.problem, self.compiled())
+        reference (speed_race.py), or, for a task whose baseline is "unfused", against
+        itself unfused; assert this run's bar (speed_rule.py)."""
+        unfused = self.compiled(unfused=True) if self.task.baseline == "unfused" else None
+        return self.speed_check(
+            self.function, self.problem, self.compiled(), learner_unfused=unfused
+        )

@@ -56,6 +56,9 @@ class Task:
     parallel: bool = False
     #: What the function gives the harness (KINDS); "" for one that builds no schedule.
     kind: str = ""
+    #: What the race measures speedups over: "naive" (the unscheduled kernel) or
+    #: "unfused" (each side's own schedule without its fusion, kata 09).
+    baseline: str = "naive"
 
     def cap(self, backend: str) -> float:
         caps = dict(self.caps)
@@ -130,6 +133,7 @@ def katas() -> tuple[Kata, ...]:
                     t.get("problem", ""),
                     t.get("parallel", False),
                     t.get("kind", ""),
+                    t.get("baseline", "naive"),
                 )
                 for t in k["task"]
             ),

@@ -39,6 +39,16 @@ class Matmul:
         """Multiply-adds of the matmul: the work every % of peak is measured against."""
         return self.I * self.J * self.K
 
+    #: The node a scheduler schedules: the matmul, also when a relu follows it (a relu is
+    #: fused into the matmul's nest, kata 09, rather than scheduled on its own).
+    scheduled_node = "C"
+
+    def backend_options(self, backend: str) -> dict[str, bool]:
+        """Options for XTC's Backend. XTC 0.3.2's MLIR backend fuses a consumer only on
+        the tensor dialect (without it, fuse_consumer_at raises IndexError), so a matmul +
+        relu is built on it, fused or not, for a like-for-like race."""
+        return {"use_tensor_dialect": True} if self.relu and backend == "mlir" else {}
+
     @property
     def input_shapes(self) -> list[tuple[int, int]]:
         return [(self.I, self.K), (self.K, self.J)]
@@ -123,6 +133,12 @@ STRATEGY = Matmul(64, 128, 256)
 #: The tutorial's final challenge: 1 G FMAs, where numpy/OpenBLAS is the yardstick.
 CHALLENGE = Matmul(1024, 1024, 1024)
 
+#: Kata 09: a large output (1 MiB) and a short reduction (K = 16): the relu's own pass
+#: over C costs about as much as the matmul, the case where fusing could pay.
+FUSION = Matmul(512, 512, 16, relu=True)
+#: Kata 10, TVM's "How to optimize GEMM" on 512^3: B (1 MiB) and C leave L1 and L2.
+GEMM = Matmul(512, 512, 512)
+
 #: The problems by the names the manifest's `problem` keys use.
 PROBLEMS = {
     "tutorial": TUTORIAL,
@@ -130,4 +146,6 @@ PROBLEMS = {
     "large": LARGE,
     "strategy": STRATEGY,
     "challenge": CHALLENGE,
+    "fusion": FUSION,
+    "gemm": GEMM,
 }

@@ -55,8 +55,14 @@ def race_task(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) ->
             ratio = numpy_race.ratio("reference")
             found.append((f"{task.function} {threads}T", Race(ratio, ratio), cap))
         return found
-    learner = compile_solution(workdir, kata, task.reference or task.function, backend, problem)
-    result, _ = race(workdir, kata, task.function, backend, problem, learner)
+    reference = task.reference or task.function
+    learner = compile_solution(workdir, kata, reference, backend, problem)
+    unfused = (
+        compile_solution(workdir, kata, reference, backend, problem, unfused=True)
+        if task.baseline == "unfused"
+        else None
+    )
+    result, _ = race(workdir, kata, task.function, backend, problem, learner, unfused)
     return [(task.function, result, cap)]
 
 

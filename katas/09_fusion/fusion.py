@@ -1,0 +1,27 @@
+"""Kata 09: fuse the relu into the matmul's loop nest, and measure what it buys.
+
+The problem is R = relu(A @ B) with A of 512x16 and B of 16x512 (katas/09_fusion/README.md
+says why this shape). Each function works on the matmul node C; the relu R that follows
+it runs, unfused, in a loop nest of its own after the whole matmul.
+
+    sch.fuse_consumer_at("i")       # compute R's part of each i block inside C's nest,
+                                    # right after that block of C is final
+    {"i": {"fuse_consumer": True}}  # the same, in a descript spec
+
+Start from kata 04's register tile (an unrolled tile of i, a vectorized tile of j, both
+inside k). The tests race your schedule against the same schedule unfused.
+
+Read README.md in this folder first, then run: pytest katas/09_fusion
+"""
+
+from typing import Any
+
+
+def schedule_fused(sch: Any) -> None:
+    """A register tile of C, with the relu fused into C's nest at a loop outside k."""
+    raise NotImplementedError
+
+
+def fused_spec() -> dict:
+    """The same schedule as a descript spec: the relu fused with a "fuse_consumer" annotation."""
+    raise NotImplementedError
