@@ -115,6 +115,11 @@ class Planted:
 
 BASELINE = '    """Compile `graph` with XTC'
 FUSED = '    """A register tile of C, with the relu fused'
+GEMM_TILES = (
+    '    sch.strip_mine("i", {"i1": 32})\n'
+    '    sch.strip_mine("j", {"j1": 32})\n'
+    '    sch.strip_mine("k", {"k1": 4})\n'
+)
 REGISTER_TILE_16 = (
     '    sch.strip_mine("i", {"i1": 4})\n'
     '    sch.strip_mine("j", {"j1": 16})\n'
@@ -233,6 +238,29 @@ PLANTED = {
         REGISTER_TILE_16 + '    sch.fuse_consumer_at("j")\n    return\n',
         ("-k", "schedule_fused", "--backend", "tvm"),
         ("the speed of the same schedule unfused on tvm", "below this run's bar"),
+    ),
+    "k outside the blocks": Planted(
+        10,
+        '    """Step 1: compute C in 32x32 blocks',
+        GEMM_TILES + '    sch.interchange(["k", "i", "j", "k1", "i1", "j1"])\n    return\n',
+        ("-k", "gemm_blocking_walks", "--backend", "mlir"),
+        ("the two outermost loops are ['k', 'i']",),
+    ),
+    "vectorized, not permuted": Planted(
+        10,
+        '    """Step 3: step 2, with the loops inside a block',
+        GEMM_TILES + '    sch.interchange(["i", "j", "k", "k1", "i1", "j1"])\n'
+        '    sch.vectorize(["j1"])\n    return\n',
+        ("-k", "gemm_permute_puts", "--backend", "tvm"),
+        ("the three innermost loops walk ['k', 'i', 'j']",),
+    ),
+    "B not packed": Planted(
+        10,
+        '    """Step 4: step 3, with the panel of B',
+        GEMM_TILES + '    sch.interchange(["i", "j", "k", "i1", "k1", "j1"])\n'
+        '    sch.vectorize(["j1"])\n    return\n',
+        ("-k", "gemm_pack_packs", "--backend", "tvm"),
+        ("B (input 1) is read where it lies",),
     ),
 }
 

@@ -264,8 +264,8 @@ def fused_consumer(loop_nest: Any, k: str = "k") -> list[str]:
 
 
 def blocked(loop_nest: Any, i: str = "i", j: str = "j") -> list[str]:
-    """C is computed block by block: i and j are tiled, and the loops over blocks (the
-    axes' outer loops) come before every tile loop."""
+    """C is computed block by block: i and j are tiled, and their loops over blocks (the
+    axes' outer loops) are the two outermost loops."""
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     names = [loop.name for loop in node_loops]
@@ -277,13 +277,12 @@ def blocked(loop_nest: Any, i: str = "i", j: str = "j") -> list[str]:
     ]
     if mistakes:
         return mistakes
-    tiles = [n for n, loop in enumerate(node_loops) if loop.size is not None]
-    block_loops = [n for n, loop in enumerate(node_loops) if loop.name in (i, j)]
-    if max(block_loops) > min(tiles):
+    if {loop.name for loop in node_loops[:2]} != {i, j}:
         mistakes.append(
-            f"a tile loop runs outside the block loops (the interchange is {names}): put "
-            f"{i!r} and {j!r} (the loops over blocks) first, e.g. "
-            f'interchange(["{i}", "{j}", "k", "k1", "{i}1", "{j}1"])'
+            f"the two outermost loops are {names[:2]} (the interchange is {names}): put "
+            f"{i!r} and {j!r}, the loops over blocks, first, so that one block of C is "
+            f'finished before the next starts, e.g. interchange(["{i}", "{j}", "k", "k1", '
+            f'"{i}1", "{j}1"])'
         )
     return mistakes
 
@@ -320,13 +319,18 @@ def packed(loop_nest: Any, input_idx: int = 1, name: str = "B") -> list[str]:
     ]
 
 
-def write_cache(loop_nest: Any, k: str = "k") -> list[str]:
+#: Backends whose scheduler records buffer_at in the loop nest. XTC 0.3.2's MLIR scheduler
+#: does not: its buffer_at is an empty method ("TODO: not implemented"), MlirScheduler.py.
+RECORDS_BUFFER_AT = ("tvm",)
+
+
+def write_cache(loop_nest: Any, backend: str, k: str = "k") -> list[str]:
     """C's block accumulates in a write buffer, outside the reduction, with the k tile
-    unrolled."""
+    unrolled. On a backend that drops buffer_at unrecorded (MLIR), only the unroll shows."""
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     mistakes = []
-    if not node.buffer_at:
+    if not node.buffer_at and backend in RECORDS_BUFFER_AT:
         mistakes.append(
             'C\'s block is accumulated where C lies: sch.buffer_at("j") gives it a write '
             "buffer, written back once the block is done"
