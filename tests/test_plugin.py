@@ -273,3 +273,38 @@ def test_a_plausible_mistake_fails_with_a_message_that_names_it(repo, name):
     assert code == 1, out
     for expected in planted.expected:
         assert expected in out, out
+
+
+#: Plausible right answers that differ from the reference: they must pass, speed included.
+RIGHT = {
+    "relu fused at i around a 2x16 tile": Planted(
+        9,
+        FUSED,
+        '    sch.strip_mine("i", {"i1": 2})\n'
+        '    sch.strip_mine("j", {"j1": 16})\n'
+        '    sch.interchange(["i", "j", "k", "i1", "j1"])\n'
+        '    sch.unroll({"i1": 2})\n'
+        '    sch.vectorize(["j1"])\n'
+        '    sch.fuse_consumer_at("i")\n'
+        "    return\n",
+        ("-k", "schedule_fused"),
+        ("6 passed",),
+    ),
+    "blocks walked column-major": Planted(
+        10,
+        '    """Step 1: compute C in 32x32 blocks',
+        GEMM_TILES + '    sch.interchange(["j", "i", "k", "k1", "i1", "j1"])\n    return\n',
+        ("-k", "gemm_blocking"),
+        ("6 passed",),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", RIGHT)
+def test_a_plausible_right_answer_passes(repo, name):
+    right = RIGHT[name]
+    edit_stub(repo, right.kata, right.anchor, right.code)
+    code, out = run_pytest(repo, f"katas/{find(right.kata).id}", *right.pytest_args)
+    assert code == 0, out
+    for expected in right.expected:
+        assert expected in out, out
