@@ -290,10 +290,13 @@ RIGHT = {
         ("-k", "schedule_fused"),
         ("6 passed",),
     ),
-    "blocks walked column-major": Planted(
+    "blocks of 64 rows": Planted(
         10,
         '    """Step 1: compute C in 32x32 blocks',
-        GEMM_TILES + '    sch.interchange(["j", "i", "k", "k1", "i1", "j1"])\n    return\n',
+        '    sch.strip_mine("i", {"i1": 64})\n'
+        '    sch.strip_mine("j", {"j1": 32})\n'
+        '    sch.strip_mine("k", {"k1": 4})\n'
+        '    sch.interchange(["i", "j", "k", "k1", "i1", "j1"])\n    return\n',
         ("-k", "gemm_blocking"),
         ("6 passed",),
     ),
