@@ -1,20 +1,29 @@
 """Adding a kata needs no harness change: CONTRIBUTING.md's recipe, followed in a copy.
 
-A throw-away kata, 09_demo (one task: a matmul schedule), is written from files and a
-manifest entry alone. Then, as CI does: the lint accepts it, its tests fail on the stub
-with the stub's message, pass on its solution (the speed race included), and the
-learner's status table lists it.
+A throw-away kata, NN_demo (the next free number; one task: a matmul schedule), is
+written from files and a manifest entry alone. Then, as CI does: the lint accepts it,
+its tests fail on the stub with the stub's message, pass on its solution (the speed race
+included), the learner's status table lists it, and `xtc-katas show` finds its schedule.
 """
 
 import textwrap
 
 import pytest
 
+from xtc_katas.kata.manifest import katas
 from xtc_katas.tools.repo_copy import copy_repository, run_pytest, run_python
+
+NUMBER = len(katas()) + 1
+DEMO = f"{NUMBER:02d}_demo"
+
+
+def filled(text: str) -> str:
+    return textwrap.dedent(text.replace("{id}", DEMO).replace("{number}", str(NUMBER))).lstrip()
+
 
 MANIFEST_ENTRY = """
 [[kata]]
-id = "09_demo"
+id = "{id}"
 title = "Demo: a kata added from files alone"
 module = "demo"
 
@@ -27,7 +36,7 @@ module = "demo"
 """
 
 STUB = '''
-"""Kata 09 (demo): put j innermost."""
+"""Kata {number} (demo): put j innermost."""
 
 from typing import Any
 
@@ -38,7 +47,7 @@ def schedule_demo(sch: Any) -> None:
 '''
 
 SOLUTION = '''
-"""Kata 09 (demo), reference solution."""
+"""Kata {number} (demo), reference solution."""
 
 from typing import Any
 
@@ -49,7 +58,7 @@ def schedule_demo(sch: Any) -> None:
 '''
 
 TESTS = '''
-"""Tests of kata 09 (demo): numerics, shape, and the speed race every kata shares."""
+"""Tests of kata {number} (demo): numerics, shape, and the speed race every kata shares."""
 
 import pytest
 
@@ -77,31 +86,31 @@ def test_schedule_demo_beats_naive(task):
 def repo(tmp_path_factory):
     repo = copy_repository(tmp_path_factory.mktemp("new-kata"))
     with (repo / "katas" / "manifest.toml").open("a") as manifest:
-        manifest.write(MANIFEST_ENTRY)
+        manifest.write(filled(MANIFEST_ENTRY))
     for side, source in (("katas", STUB), ("solutions", SOLUTION)):
-        folder = repo / side / "09_demo"
+        folder = repo / side / DEMO
         folder.mkdir()
-        (folder / "demo.py").write_text(textwrap.dedent(source).lstrip())
-    (repo / "katas" / "09_demo" / "README.md").write_text("# Kata 09 (demo)\n")
-    (repo / "katas" / "09_demo" / "test_demo.py").write_text(textwrap.dedent(TESTS).lstrip())
+        (folder / "demo.py").write_text(filled(source))
+    (repo / "katas" / DEMO / "README.md").write_text(f"# Kata {NUMBER} (demo)\n")
+    (repo / "katas" / DEMO / "test_demo.py").write_text(filled(TESTS))
     return repo
 
 
 def test_the_lint_accepts_the_new_kata(repo):
-    code, out = run_pytest(repo, "-q", "tests/test_manifest.py", "-k", "09_demo or order")
+    code, out = run_pytest(repo, "-q", "tests/test_manifest.py", "-k", f"{DEMO} or order")
     assert code == 0, out
 
 
 def test_the_new_kata_fails_on_its_stub_with_the_stubs_message(repo):
-    code, out = run_pytest(repo, "katas/09_demo", "--backend", "mlir", "-m", "not perf")
+    code, out = run_pytest(repo, f"katas/{DEMO}", "--backend", "mlir", "-m", "not perf")
     assert code == 1
-    assert "09_demo › schedule_demo() is not implemented yet." in out
-    code, out = run_pytest(repo, "katas/09_demo", "--check-stubs", "--backend", "mlir")
+    assert f"{DEMO} › schedule_demo() is not implemented yet." in out
+    code, out = run_pytest(repo, f"katas/{DEMO}", "--check-stubs", "--backend", "mlir")
     assert code == 0, out
 
 
 def test_the_new_kata_passes_on_its_solution_speed_race_included(repo):
-    code, out = run_pytest(repo, "katas/09_demo", "--solutions", "--backend", "mlir")
+    code, out = run_pytest(repo, f"katas/{DEMO}", "--solutions", "--backend", "mlir")
     assert code == 0, out
     assert "3 passed" in out and "test_schedule_demo_beats_naive[mlir]: speedup" in out
 
@@ -109,10 +118,12 @@ def test_the_new_kata_passes_on_its_solution_speed_race_included(repo):
 def test_the_status_table_lists_the_new_kata(repo):
     code, out = run_python(repo, "-m", "xtc_katas", "status", "--no-run")
     assert code == 0, out
-    assert "09_demo" in out and "Demo: a kata added from files alone" in out
+    assert DEMO in out and "Demo: a kata added from files alone" in out
 
 
 def test_show_finds_the_new_kata_schedule_by_its_kind(repo):
-    code, out = run_python(repo, "-m", "xtc_katas", "show", "9", "--reference", "--backend", "mlir")
+    code, out = run_python(
+        repo, "-m", "xtc_katas", "show", str(NUMBER), "--reference", "--backend", "mlir"
+    )
     assert code == 0, out
-    assert "09_demo schedule_demo on mlir" in out, out
+    assert f"{DEMO} schedule_demo on mlir" in out, out

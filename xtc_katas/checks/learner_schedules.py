@@ -14,13 +14,13 @@ from typing import Any
 
 from xtc_katas.checks.schedule import ScheduleMistake, check_schedule
 from xtc_katas.kata.manifest import Kata
-from xtc_katas.kata.problems import Matmul
+from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.backends import KataBackend
 
 DIMS = ["i", "j", "k"]
 
 
-def fresh_scheduler(backend: KataBackend, problem: Matmul) -> tuple[Any, Any]:
+def fresh_scheduler(backend: KataBackend, problem: Problem) -> tuple[Any, Any]:
     """XTC's backend object for the harness's own graph, and a new scheduler of its matmul."""
     impl = backend.Backend(problem.graph(), **problem.backend_options(backend.name))
     return impl, impl.get_scheduler(default_node=problem.scheduled_node)
@@ -98,7 +98,7 @@ def apply_schedule(
     module: ModuleType,
     function: str,
     backend: KataBackend,
-    problem: Matmul,
+    problem: Problem,
     unfused: bool = False,
 ) -> tuple[Any, Any]:
     """Call `module.function(sch)` on a fresh scheduler; return (impl, checked scheduler).
@@ -121,7 +121,7 @@ def apply_task(
     module: ModuleType,
     function: str,
     backend: KataBackend,
-    problem: Matmul,
+    problem: Problem,
     unfused: bool = False,
 ) -> tuple[Any, Any]:
     """A task's function of kind "schedule" (f(sch)) or "spec" (f() -> spec), applied on a
@@ -133,14 +133,38 @@ def apply_task(
         return apply_schedule(kata, module, function, backend, problem, unfused)
     if kind == "spec":
         return apply_spec(kata, module, function, backend, problem, unfused)
+    if kind == "strategy":
+        return apply_strategy(kata, module, function, backend, problem)
     raise LookupError(
-        f"{kata.id}.{function} is of kind {kind!r}: only a task of kind 'schedule' or 'spec' "
-        "builds a schedule on its own (katas/manifest.toml)"
+        f"{kata.id}.{function} is of kind {kind!r}: only a task of kind 'schedule', 'spec' "
+        "or 'strategy' builds a schedule on its own (katas/manifest.toml)"
     )
 
 
+#: The sample a task of kind "strategy" is raced with: the first one of this seed.
+STRATEGY_SEED = 0
+
+
+def apply_strategy(
+    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Problem
+) -> tuple[Any, Any]:
+    """`module.function(graph)` returns an XTC strategy; its first sample of seed
+    STRATEGY_SEED, generated on a fresh scheduler and checked: one sampled schedule."""
+    strategy = getattr(module, function)(problem.graph())
+    if not (hasattr(strategy, "sample") and hasattr(strategy, "generate")):
+        raise ScheduleMistake(
+            f"{kata.id} › {function}(graph) returned a {type(strategy).__name__}, not a "
+            "strategy: return an instance of a class from xtc.search.strategies"
+        )
+    sample = next(iter(strategy.sample(1, STRATEGY_SEED)))
+    impl, scheduler = fresh_scheduler(backend, problem)
+    strategy.generate(scheduler, list(sample))
+    check_schedule(scheduler, kata.id, function)
+    return impl, scheduler
+
+
 def apply_large(
-    kata: Kata, module: ModuleType, backend: KataBackend, problem: Matmul, threads: int
+    kata: Kata, module: ModuleType, backend: KataBackend, problem: Problem, threads: int
 ) -> tuple[Any, Any]:
     """Kata 08: `module.schedule_large(sch, threads)` on a fresh scheduler, then checked."""
     impl, scheduler = fresh_scheduler(backend, problem)
@@ -159,7 +183,7 @@ def apply_spec(
     module: ModuleType,
     function: str,
     backend: KataBackend,
-    problem: Matmul,
+    problem: Problem,
     unfused: bool = False,
 ) -> tuple[Any, Any]:
     """Apply the dict `module.function()` returns with descript_scheduler; check the result.
@@ -176,7 +200,7 @@ def apply_spec(
 
 
 def schedule_spec(
-    kata: Kata, spec: dict, label: str, backend: KataBackend, problem: Matmul
+    kata: Kata, spec: dict, label: str, backend: KataBackend, problem: Problem
 ) -> tuple[Any, Any]:
     """descript_scheduler on a fresh scheduler, then the schedule checks.
 

@@ -138,17 +138,23 @@ def vector_tile(loop_nest: Any, node: Any | None = None, axis: str = "j") -> lis
     return mistakes
 
 
-def register_tile(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[str]:
+def register_tile(
+    loop_nest: Any, i: str = "i", j: str = "j", k: str | tuple[str, ...] = "k"
+) -> list[str]:
     """Inside the k loop, an unrolled tile of i times a vectorized tile of j.
 
     That tile of C lives in vector registers for the whole k loop: each step loads one
     row of B's tile and broadcasts one element of A per row, and does i1 x j1/lanes FMAs.
+    `k` may name several reduction axes (a convolution's r, s, c): the tile is inside
+    all of them. In kata 11's terms i is w (output columns) and j is f (channels).
     """
     node = loop_nest.root_node
     mistakes = vector_tile(loop_nest, node, axis=j)
     node_loops = loops(node, loop_axes(loop_nest))
     names = [loop.name for loop in node_loops]
-    k_positions = [n for n, loop in enumerate(node_loops) if loop.axis == k]
+    reductions = (k,) if isinstance(k, str) else k
+    k = "/".join(reductions)
+    k_positions = [n for n, loop in enumerate(node_loops) if loop.axis in reductions]
     last_k = max(k_positions, default=-1)
     i_tiles = [
         loop for loop in node_loops[last_k + 1 :] if loop.axis == i and loop.size is not None
@@ -346,5 +352,28 @@ def write_cache(loop_nest: Any, backend: str, k: str = "k") -> list[str]:
         mistakes.append(
             f'the tile of {k!r} is not unrolled: unroll it (e.g. unroll({{"k1": 4}})) so '
             "its steps run back to back on the row kept in registers"
+        )
+    return mistakes
+
+
+def parallel_rows(loop_nest: Any, rows: str = "h", batch: str = "b") -> list[str]:
+    """A convolution's rows (h) are shared by the cores: the parallel loop walks h, and
+    nothing but the batch (of size 1 here) runs outside it."""
+    root = loop_nest.root_node
+    root_loops = loops(root, loop_axes(loop_nest))
+    parallel = [loop for loop in root_loops if loop.name in root.parallelize]
+    if not parallel:
+        return [f'no loop is parallelized: parallelize(["{rows}"]), the output rows']
+    first = root_loops.index(parallel[0])
+    mistakes = [
+        f"the parallel loop {loop.name!r} walks {loop.axis!r}: parallelize the rows, {rows!r}"
+        for loop in parallel
+        if loop.axis != rows
+    ]
+    outside = [loop.name for loop in root_loops[:first] if loop.axis != batch]
+    if outside:
+        mistakes.append(
+            f"loops {outside} run outside the parallel loop: they would fork and join the "
+            f"threads once per iteration. Put {rows!r} first in the interchange"
         )
     return mistakes

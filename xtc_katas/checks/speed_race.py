@@ -15,7 +15,7 @@ from typing import Any
 from xtc_katas.checks.learner_schedules import apply_task, fresh_scheduler
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata
-from xtc_katas.kata.problems import PROBLEMS, Matmul
+from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.speed_rule import Bar, Race, bar, judge
 from xtc_katas.measure.timing import Timings, percent_of_peak, time_side_by_side
@@ -32,7 +32,7 @@ def compile_solution(
     kata: Kata,
     name: str,
     backend: KataBackend,
-    problem: Matmul,
+    problem: Problem,
     unfused: bool = False,
 ) -> Any:
     """Compile a manifest reference ("function" or "NN_kata.function") from solutions/;
@@ -56,7 +56,7 @@ def race(
     kata: Kata,
     function: str,
     backend: KataBackend,
-    problem: Matmul,
+    problem: Problem,
     learner: Any,
     learner_unfused: Any = None,
 ) -> tuple[Race, Timings]:
@@ -128,7 +128,7 @@ class SpeedCheck:
     def __call__(
         self,
         function: str,
-        problem: Matmul,
+        problem: Problem,
         learner: Any,
         advice: str = "",
         learner_unfused: Any = None,

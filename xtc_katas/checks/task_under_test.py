@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from xtc_katas.checks import loop_nests
 from xtc_katas.checks.learner_schedules import apply_task
 from xtc_katas.kata.manifest import Kata, Task
-from xtc_katas.kata.problems import PROBLEMS, Matmul
+from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import numerics
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.workdir import Workdir
@@ -47,7 +47,7 @@ class TaskUnderTest:
         return self.task.function
 
     @property
-    def problem(self) -> Matmul:
+    def problem(self) -> Problem:
         if self.task.problem not in PROBLEMS:
             raise LookupError(f"{self.kata.id}.{self.function}: no problem in the manifest")
         return PROBLEMS[self.task.problem]

@@ -36,7 +36,7 @@ from xtc_katas.checks.learner_schedules import (
 from xtc_katas.kata import loader
 from xtc_katas.kata.failures import not_implemented
 from xtc_katas.kata.manifest import SCHEDULE_KINDS, Kata, find
-from xtc_katas.kata.problems import PROBLEMS, Matmul
+from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
@@ -50,7 +50,7 @@ VECTOR_REGISTER = re.compile(r"%?\b([xyz]mm)\d+\b")
 
 def schedule_of(
     kata: Kata, module: ModuleType, function: str, backend: KataBackend, args: argparse.Namespace
-) -> tuple[Any, Any, Matmul]:
+) -> tuple[Any, Any, Problem]:
     """(XTC backend, scheduler, problem) of `function`, built as its tests build it: how
     depends on the task's kind in the manifest, never on which kata it is."""
     task = _task(kata, function)
@@ -86,6 +86,8 @@ def _task(kata: Kata, function: str | None) -> Any:
         names = ", ".join(t.function for t in kata.tasks_of_kind(*SHOWN_KINDS))
         if not names:
             raise LookupError(f"{kata.id} has no schedule to show: its tasks build none")
+        if function is None:
+            raise LookupError(f"{kata.id} has several schedules: name one of {names}")
         raise LookupError(f"{kata.id} has no schedule named {function!r}; try one of: {names}")
     return task
 

@@ -30,6 +30,7 @@ KINDS = {
     "strategy": "f(graph): returns an XTC strategy (a search space)",
     "strategy_search": "f(graph, Backend, strategy, num, seed, peak): yields like search",
     "large": "f(sch, threads): schedules the challenge matmul",
+    "optimizer": "f(sample_fn, batch, seed): returns an XTC Optimizer (suggest/observe)",
 }
 #: The kinds whose function yields one schedule the harness can rebuild alone.
 SCHEDULE_KINDS = ("schedule", "spec")

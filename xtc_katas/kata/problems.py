@@ -70,25 +70,8 @@ class Matmul:
         return gb.graph
 
     def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]:
-        """One input set. Kinds: random (positive, the tutorial's rand), signed, edge.
-
-        "edge" mixes zeros, ones, negative and large-magnitude values: a kernel that
-        skips a remainder, drops a sign or reads out of bounds shows up there.
-        """
-        rng = np.random.default_rng(seed)
-        arrays = []
-        for shape in self.input_shapes:
-            if kind == "random":
-                x = rng.random(shape)
-            elif kind == "signed":
-                x = rng.uniform(-1.0, 1.0, shape)
-            elif kind == "edge":
-                x = rng.choice([0.0, 1.0, -1.0, 0.5, -2.0, 64.0, -64.0], size=shape)
-                x.flat[0], x.flat[-1] = 0.0, -64.0
-            else:
-                raise ValueError(f"unknown input kind {kind!r}")
-            arrays.append(np.ascontiguousarray(x, dtype=self.dtype))
-        return arrays
+        """One input set. Kinds: random (positive, the tutorial's rand), signed, edge."""
+        return make_inputs(self.input_shapes, self.dtype, kind, seed)
 
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
         """The exact-ish answer: numpy in float64."""
@@ -111,6 +94,127 @@ class Matmul:
         with single_threaded_blas():
             product = a @ b
         return 2 * gamma * product + np.finfo(self.dtype).tiny
+
+
+@dataclass(frozen=True)
+class Conv2D:
+    """O = conv2d(pad(I), W): NHWC input I, RSCF weights W, NHWF output (XTC's layouts).
+
+    H and W are the output's rows and columns, as in XTC's operation catalogue
+    (`xtc.artifacts`); the input is what that takes before padding: stride * (H - 1) + R
+    - 2 * pad rows. The loop nest of the conv node is b, h, w, f (parallel), r, s, c
+    (reductions), `xtc/graphs/xtc/operators.py`.
+    """
+
+    N: int
+    H: int
+    W: int
+    F: int
+    R: int
+    S: int
+    C: int
+    stride: int = 1
+    pad: int = 0
+    dtype: str = "float32"
+    layer: str = ""  # the catalogue's name, e.g. "ResNet18_02"
+
+    #: The node a scheduler schedules: the convolution (the pad runs as it is).
+    scheduled_node = "O"
+    relu = False
+
+    @property
+    def name(self) -> str:
+        return "conv2d"
+
+    @property
+    def label(self) -> str:
+        where = f"{self.layer} " if self.layer else ""
+        return (
+            f"{where}{self.N}x{self.H}x{self.W}x{self.F} conv {self.R}x{self.S}x{self.C} "
+            f"stride {self.stride} pad {self.pad} {self.dtype}"
+        )
+
+    @property
+    def fmas(self) -> int:
+        return self.N * self.H * self.W * self.F * self.R * self.S * self.C
+
+    def backend_options(self, backend: str) -> dict[str, bool]:
+        return {}
+
+    @property
+    def input_size(self) -> tuple[int, int]:
+        return (
+            self.stride * (self.H - 1) + self.R - 2 * self.pad,
+            self.stride * (self.W - 1) + self.S - 2 * self.pad,
+        )
+
+    @property
+    def input_shapes(self) -> list[tuple[int, ...]]:
+        rows, columns = self.input_size
+        return [(self.N, rows, columns, self.C), (self.R, self.S, self.C, self.F)]
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return (self.N, self.H, self.W, self.F)
+
+    def graph(self) -> XTCGraph:
+        """The layer as an XTC graph: pad2d (when pad > 0), then conv2d, named I, W, P, O."""
+        import xtc.graphs.xtc.op as O
+
+        image = O.tensor(self.input_shapes[0], self.dtype, name="I")
+        weights = O.tensor(self.input_shapes[1], self.dtype, name="W")
+        with O.graph(name=self.name) as gb:
+            padded = O.pad2d(image, padding=self.pad, name="P") if self.pad else image
+            O.conv2d(padded, weights, stride=(self.stride, self.stride), name="O")
+        return gb.graph
+
+    def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]:
+        return make_inputs(self.input_shapes, self.dtype, kind, seed)
+
+    def _convolve(self, image: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """The convolution in float64 with numpy: windows of the padded input, then einsum."""
+        p = self.pad
+        padded = np.pad(image, ((0, 0), (p, p), (p, p), (0, 0)))
+        windows = np.lib.stride_tricks.sliding_window_view(padded, (self.R, self.S), (1, 2))
+        windows = windows[:, :: self.stride, :: self.stride]  # (N, H, W, C, R, S)
+        with single_threaded_blas():
+            return np.einsum("nhwcrs,rscf->nhwf", windows, weights, optimize=True)
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        image, weights = (x.astype(np.float64) for x in inputs)
+        return self._convolve(image, weights)
+
+    def error_bound(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """As Matmul.error_bound, for dot products of length R * S * C."""
+        image, weights = (np.abs(x.astype(np.float64)) for x in inputs)
+        length = self.R * self.S * self.C
+        u = np.finfo(self.dtype).eps / 2
+        gamma = length * u / (1 - length * u)
+        return 2 * gamma * self._convolve(image, weights) + np.finfo(self.dtype).tiny
+
+
+def make_inputs(
+    shapes: list[tuple[int, ...]], dtype: str, kind: str = "random", seed: int = 0
+) -> list[np.ndarray]:
+    """One input set. Kinds: random (positive, the tutorial's rand), signed, edge.
+
+    "edge" mixes zeros, ones, negative and large-magnitude values: a kernel that skips a
+    remainder, drops a sign or reads out of bounds shows up there.
+    """
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for shape in shapes:
+        if kind == "random":
+            x = rng.random(shape)
+        elif kind == "signed":
+            x = rng.uniform(-1.0, 1.0, shape)
+        elif kind == "edge":
+            x = rng.choice([0.0, 1.0, -1.0, 0.5, -2.0, 64.0, -64.0], size=shape)
+            x.flat[0], x.flat[-1] = 0.0, -64.0
+        else:
+            raise ValueError(f"unknown input kind {kind!r}")
+        arrays.append(np.ascontiguousarray(x, dtype=dtype))
+    return arrays
 
 
 def single_threaded_blas() -> threadpool_limits:
@@ -139,6 +243,12 @@ FUSION = Matmul(512, 512, 16, relu=True)
 #: Kata 10, TVM's "How to optimize GEMM" on 512^3: B (1 MiB) and C leave L1 and L2.
 GEMM = Matmul(512, 512, 512)
 
+#: Kata 11: ResNet18's first 3x3 stage (conv2_x), from XTC's catalogue
+#: (`xtc.artifacts.get_operation("conv2d", "ResNet18_02")`), with its padding of 1.
+RESNET18_02 = Conv2D(1, 56, 56, 64, 3, 3, 64, stride=1, pad=1, layer="ResNet18_02")
+#: Any problem the harness races: the same interface (graph, inputs, reference, ...).
+Problem = Matmul | Conv2D
+
 #: The problems by the names the manifest's `problem` keys use.
 PROBLEMS = {
     "tutorial": TUTORIAL,
@@ -148,4 +258,5 @@ PROBLEMS = {
     "challenge": CHALLENGE,
     "fusion": FUSION,
     "gemm": GEMM,
+    "resnet18_02": RESNET18_02,
 }

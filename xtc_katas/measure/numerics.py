@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from xtc_katas.kata.problems import Matmul
+from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.isolation import run_isolated
 
 
@@ -34,13 +34,13 @@ def check_arrays(arrays: list[np.ndarray], shapes: list[tuple[int, ...]], dtype:
             raise KernelArgumentError(f"array {n} is not C-contiguous: use np.ascontiguousarray")
 
 
-def run(module: Any, problem: Matmul, inputs: list[np.ndarray]) -> np.ndarray:
+def run(module: Any, problem: Problem, inputs: list[np.ndarray]) -> np.ndarray:
     """Run the kernel once on checked inputs, in a child process; return its output."""
     check_arrays(inputs, problem.input_shapes, problem.dtype)
     return run_isolated(_run_once, module, problem, inputs)
 
 
-def _run_once(module: Any, problem: Matmul, inputs: list[np.ndarray]) -> np.ndarray:
+def _run_once(module: Any, problem: Problem, inputs: list[np.ndarray]) -> np.ndarray:
     out = np.full(problem.output_shape, np.nan, dtype=problem.dtype)
     evaluator = module.get_evaluator(
         parameters=(inputs, [out]), repeat=1, number=1, min_repeat_ms=0, validate=False
@@ -51,7 +51,7 @@ def _run_once(module: Any, problem: Matmul, inputs: list[np.ndarray]) -> np.ndar
     return out
 
 
-def mismatch(actual: np.ndarray, problem: Matmul, inputs: list[np.ndarray]) -> str | None:
+def mismatch(actual: np.ndarray, problem: Problem, inputs: list[np.ndarray]) -> str | None:
     """None when `actual` is A@B within rounding, else a report of the worst element."""
     expected = problem.reference(inputs)
     if actual.shape != expected.shape:
@@ -73,7 +73,7 @@ def mismatch(actual: np.ndarray, problem: Matmul, inputs: list[np.ndarray]) -> s
 
 
 def assert_computes(
-    module: Any, problem: Matmul, backend: str, kinds: tuple[str, ...] = ("random", "edge")
+    module: Any, problem: Problem, backend: str, kinds: tuple[str, ...] = ("random", "edge")
 ) -> None:
     """Assert the module computes the problem on several input sets."""
     for seed, kind in enumerate(kinds):

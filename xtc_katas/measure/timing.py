@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from xtc_katas.kata.problems import Matmul
+from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.isolation import run_isolated
 from xtc_katas.measure.numerics import check_arrays
 
@@ -51,7 +51,7 @@ class Timings:
 
 def time_side_by_side(
     modules: dict[str, Any],
-    problem: Matmul,
+    problem: Problem,
     rounds: int = ROUNDS,
     samples: int = SAMPLES,
     sample_s: float = SAMPLE_S,
@@ -87,7 +87,7 @@ def _evaluate(evaluator: Any, name: str) -> list[float]:
 
 def _time_interleaved(
     modules: dict[str, Any],
-    problem: Matmul,
+    problem: Problem,
     inputs: list[np.ndarray],
     rounds: int,
     samples: int,
@@ -167,7 +167,7 @@ class NumpyRace:
     """
 
     modules: dict[str, Any]
-    problem: Matmul
+    problem: Problem
     threads: int
     xtc: dict[str, list[float]] = field(default_factory=dict)
     numpy: list[float] = field(default_factory=list)

@@ -1,0 +1,40 @@
+"""Kata 12: an optimizer that beats random search, on XTC's optimizer interface.
+
+XTC's search (`xtc.search.explore`) compiles and measures the samples an optimizer
+suggests, a batch at a time, and tells it how each did:
+
+    class Optimizer:                      # xtc.itf.search.optimizer
+        def suggest(self) -> list[list[int]]     # the next batch of samples
+        def observe(self, x, y) -> None          # x: that batch; y: each one's fraction
+                                                 # of peak, higher is better
+        def finished(self) -> None               # the search is over
+
+A sample is a strategy's list of ints (tile sizes, in kata 07's terms). The only way to
+get valid ones is `sample_fn(num, seed)`, which draws `num` of them at random; drawing
+costs nothing, evaluating costs a compile. XTC's RandomOptimizer suggests
+`list(sample_fn(batch, some_seed))` every time.
+
+Read README.md in this folder first, then run: pytest katas/12_optimizer
+"""
+
+from collections.abc import Callable, Iterator
+
+from xtc.itf.search.optimizer import Optimizer
+
+Sample = list[int]
+
+
+def make_optimizer(
+    sample_fn: Callable[[int, int], Iterator[Sample]], batch: int, seed: int
+) -> Optimizer:
+    """An optimizer of your design (a class in this file, subclassing Optimizer) that
+    suggests `batch` samples per call, the same ones for the same seed and observations."""
+    raise NotImplementedError
+
+
+def search(
+    optimizer: Optimizer, evaluate: Callable[[Sample], float], budget: int
+) -> list[tuple[Sample, float]]:
+    """Suggest, evaluate, observe, until `budget` samples are evaluated (never more);
+    then tell the optimizer it is finished. Return every (sample, value), in order."""
+    raise NotImplementedError

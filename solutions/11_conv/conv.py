@@ -1,0 +1,69 @@
+"""Kata 11, reference solution: a ResNet18 convolution as a scheduled 7-deep loop nest.
+
+XTC's conv2d takes an NHWC input and RSCF weights, gives an NHWF output, and pads
+nothing itself: padding is a pad2d node before it. Its loop nest is
+
+    for b, h, w, f:            output pixel (h, w), output channel f   (parallel axes)
+      for r, s, c:             kernel row, kernel column, input channel (reductions)
+        O[b, h, w, f] += P[b, h*stride + r, w*stride + s, c] * W[r, s, c, f]
+
+    from xtc.artifacts import get_operation
+    get_operation("conv2d", "ResNet18_02")  # {"dims": {"n", "h", "w", "f", "r", "s", "c"},
+                                            #  "params": {"SH", "SW"}}; h, w: output size
+
+Read README.md in this folder first, then run: pytest katas/11_conv
+"""
+
+from typing import Any
+
+#: Output columns in the register tile: each is one broadcast of P per step of c.
+COLUMNS = 4
+
+
+def lanes() -> int:
+    """float32 lanes of this CPU's vectors, as XTC reads them (16 on AVX-512, 8 on AVX2)."""
+    from xtc.utils.cpu import cpu_info
+
+    return int(cpu_info()["vsize"]["float32"])
+
+
+def conv_layer_graph(name: str, dtype: str = "float32") -> Any:
+    """The catalogue's conv2d layer `name` as an XTC graph: the unpadded input I, the
+    weights W, a pad2d node P for "same" padding ((r - 1) // 2), and the conv2d O."""
+    import xtc.graphs.xtc.op as O
+    from xtc.artifacts import get_operation
+
+    operation = get_operation("conv2d", name)
+    d, stride = operation["dims"], (operation["params"]["SH"], operation["params"]["SW"])
+    pad = (d["r"] - 1) // 2
+    rows = stride[0] * (d["h"] - 1) + d["r"] - 2 * pad
+    columns = stride[1] * (d["w"] - 1) + d["s"] - 2 * pad
+    image = O.tensor((d["n"], rows, columns, d["c"]), dtype, name="I")
+    weights = O.tensor((d["r"], d["s"], d["c"], d["f"]), dtype, name="W")
+    with O.graph(name="conv2d") as gb:
+        padded = O.pad2d(image, padding=pad, name="P") if pad else image
+        O.conv2d(padded, weights, stride=stride, name="O")
+    return gb.graph
+
+
+def conv_strategy(graph: Any) -> Any:
+    """An XTC strategy (xtc.search.strategies) over the conv's loop nest, for this machine."""
+    from xtc.search.strategies import Strategy_PPRPRPvr
+
+    return Strategy_PPRPRPvr(graph, vec_size=lanes(), max_unroll=64, threads=1)
+
+
+def schedule_conv(sch: Any) -> None:
+    """A register tile of the output, w by f (f vectorized, w unrolled), inside the
+    reductions r, s, c, with the rows h shared by the cores.
+
+    4 columns x 2 vectors of channels = 8 accumulators on any SIMD width: enough to
+    cover the FMA latency (2 ports x 4 cycles), few enough for 16 AVX2 registers.
+    """
+    channels = 2 * lanes()
+    sch.strip_mine("w", {"w1": COLUMNS})
+    sch.strip_mine("f", {"f1": channels})
+    sch.interchange(["h", "b", "w", "f", "r", "s", "c", "w1", "f1"])
+    sch.unroll({"w1": COLUMNS})
+    sch.vectorize(["f1"])
+    sch.parallelize(["h"])
