@@ -30,5 +30,10 @@ def conv_strategy(graph: Any) -> Any:
 
 def schedule_conv(sch: Any) -> None:
     """A register tile of the output, w by f (f vectorized, w unrolled), inside the
-    reductions r, s, c, with the rows h shared by the cores."""
+    reductions r, s, c."""
+    raise NotImplementedError
+
+
+def schedule_conv_parallel(sch: Any) -> None:
+    """schedule_conv, with the output rows h shared by the cores."""
     raise NotImplementedError

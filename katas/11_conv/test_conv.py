@@ -104,7 +104,26 @@ def test_schedule_conv_computes_the_layer(task):
 
 
 @pytest.mark.task("schedule_conv")
-def test_schedule_conv_has_a_register_tile_inside_the_reductions_and_parallel_rows(task):
+def test_schedule_conv_has_a_register_tile_inside_the_reductions(task):
+    task.assert_shape(loop_nests.register_tile(task.loop_nest(), i="w", j="f", k=("r", "s", "c")))
+
+
+@pytest.mark.perf
+@pytest.mark.task("schedule_conv")
+def test_schedule_conv_beats_naive_and_a_strategy_sample(task):
+    task.assert_speed()
+
+
+# --- schedule_conv_parallel ---------------------------------------------------------------
+
+
+@pytest.mark.task("schedule_conv_parallel")
+def test_schedule_conv_parallel_computes_the_layer(task):
+    task.assert_computes()
+
+
+@pytest.mark.task("schedule_conv_parallel")
+def test_schedule_conv_parallel_shares_the_rows_around_the_register_tile(task):
     nest = task.loop_nest()
     task.assert_shape(
         loop_nests.register_tile(nest, i="w", j="f", k=("r", "s", "c"))
@@ -113,6 +132,6 @@ def test_schedule_conv_has_a_register_tile_inside_the_reductions_and_parallel_ro
 
 
 @pytest.mark.perf
-@pytest.mark.task("schedule_conv")
-def test_schedule_conv_beats_naive_and_a_strategy_sample_on_all_cores(task):
+@pytest.mark.task("schedule_conv_parallel")
+def test_schedule_conv_parallel_beats_the_sequential_tile_on_all_cores(task):
     task.assert_speed()
