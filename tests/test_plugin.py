@@ -262,6 +262,54 @@ PLANTED = {
         ("-k", "gemm_pack_packs", "--backend", "tvm"),
         ("B (input 1) is read where it lies",),
     ),
+    "conv unpadded": Planted(
+        11,
+        '    """The catalogue\'s conv2d layer `name`',
+        "    import xtc.graphs.xtc.op as O\n"
+        "    from xtc.artifacts import get_operation\n"
+        '    d = get_operation("conv2d", name)["dims"]\n'
+        '    i = O.tensor((d["n"], d["h"], d["w"], d["c"]), dtype, name="I")\n'
+        '    w = O.tensor((d["r"], d["s"], d["c"], d["f"]), dtype, name="W")\n'
+        '    with O.graph(name="conv2d") as gb:\n'
+        '        O.conv2d(i, w, name="O")\n'
+        "    return gb.graph\n",
+        ("-k", "builds_resnet18_02"),
+        ("gives [(1, 54, 54, 64)], expected [(1, 56, 56, 64)]",),
+    ),
+    "conv reduction inside the tile": Planted(
+        11,
+        '    """A register tile of the output, w by f',
+        '    sch.strip_mine("w", {"w1": 4})\n'
+        '    sch.strip_mine("f", {"f1": 16})\n'
+        '    sch.interchange(["h", "b", "w", "f", "r", "s", "w1", "c", "f1"])\n'
+        '    sch.unroll({"w1": 4})\n'
+        '    sch.vectorize(["f1"])\n'
+        "    return\n",
+        ("-k", "schedule_conv_has", "--backend", "mlir"),
+        ("no tile of 'w' inside the 'r/s/c' loop",),
+    ),
+    "random search in disguise": Planted(
+        12,
+        '    """An optimizer of your design',
+        "    from xtc.search.optimizers import RandomOptimizer\n"
+        "    return RandomOptimizer(sample_fn, batch, seed + 1)\n",
+        ("-k", "beats_random_sampling"),
+        ("it must have the higher median and win at least 67% of the seeds",),
+    ),
+    "search spends whole batches": Planted(
+        12,
+        '    """Suggest, evaluate, observe',
+        "    results = []\n"
+        "    while len(results) < budget:\n"
+        "        batch = optimizer.suggest()\n"
+        "        values = [evaluate(x) for x in batch]\n"
+        "        optimizer.observe(batch, values)\n"
+        "        results += list(zip(batch, values))\n"
+        "    optimizer.finished()\n"
+        "    return results\n",
+        ("-k", "spends_exactly"),
+        ("search evaluated 12 samples for a budget of 10",),
+    ),
 }
 
 

@@ -69,13 +69,41 @@ def baseline_percent(backend: KataBackend, problem: Matmul, peak: float, workdir
     return percent_of_peak(problem.fmas, seconds, peak)
 
 
+def optimizer_convergence(kata: Kata, args: argparse.Namespace) -> int:
+    """Kata 12: the optimizer against RandomOptimizer on the cost model, every seed, and
+    a convergence plot (no compile: the cost model scores each sample)."""
+    from xtc_katas.checks import optimizer_race
+
+    function = kata.tasks_of_kind("optimizer")[0].function
+    module = loader.load(kata, solution=args.solutions)
+    result = optimizer_race.race(getattr(module, function))
+    side = "solution" if args.solutions else "yours"
+    print(
+        f"{kata.id} ({side}) on the cost model, {len(result.learner)} seeds, budget "
+        f"{optimizer_race.BUDGET} in batches of {optimizer_race.BATCH}: median best "
+        f"{result.learner_median:.3f} against RandomOptimizer's {result.random_median:.3f}, "
+        f"better on {result.wins} seeds"
+    )
+    curves = {
+        f"{function} ({side})": [run.best_so_far() for run in result.learner.values()],
+        "RandomOptimizer": [run.best_so_far() for run in result.random.values()],
+    }
+    png = search_view.plot_convergence(
+        curves,
+        args.out.resolve() / f"{kata.id}-convergence-{side}.png",
+        f"{kata.id}: best so far per evaluation, {len(result.learner)} seeds",
+    )
+    print(f"plot: {png}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m xtc_katas.cli.explore",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("kata", help="6 or 7 (or explore, strategies)")
+    parser.add_argument("kata", help="6, 7 or 12 (or explore, strategies, optimizer)")
     parser.add_argument("--backend", action="append", choices=BACKENDS)
     parser.add_argument("--solutions", action="store_true", help="run the reference search")
     parser.add_argument("--num", type=int, default=30, help="kata 07: samples to draw")
@@ -83,9 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help=f"where plots go ({OUT})")
     args = parser.parse_args(argv)
     kata = find(args.kata)
+    if kata.tasks_of_kind("optimizer"):
+        return optimizer_convergence(kata, args)
     search = search_task(kata)
     if search is None:
-        parser.error(f"{kata.id} has no search to run: explore runs katas 06 and 07")
+        parser.error(f"{kata.id} has no search to run: explore runs katas 06, 07 and 12")
     from xtc_katas.measure.machine_peak import peak_fmas_per_s
 
     module = loader.load(kata, solution=args.solutions)

@@ -317,9 +317,11 @@ def build_parser() -> argparse.ArgumentParser:
     reset.add_argument("kata", help="number, name or id")
     reset.set_defaults(func=cmd_reset)
     explore = sub.add_parser(
-        "explore", help="run your search (katas 06, 07): progress bar, top-10 table, plot"
+        "explore",
+        help="run your search (katas 06, 07: progress bar, top-10 table, plot; 12: "
+        "convergence against random search)",
     )
-    explore.add_argument("kata", help="6 or 7")
+    explore.add_argument("kata", help="6, 7 or 12")
     explore.add_argument("--backend", action="append", choices=BACKENDS)
     explore.add_argument("--solutions", action="store_true", help="run the reference search")
     explore.add_argument("--num", type=int, default=30, help="kata 07: samples to draw")

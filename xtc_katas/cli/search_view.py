@@ -82,3 +82,30 @@ def plot(results: list[Result], baseline_percent: float, path: Path, title: str)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def plot_convergence(curves: dict[str, list[list[float]]], path: Path, title: str) -> Path:
+    """A PNG: best value so far per evaluation, the median over seeds as a line and the
+    spread between the quartiles as a band, one colour per optimizer (kata 12)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for name, runs in curves.items():
+        values = np.array(runs)
+        trials = np.arange(1, values.shape[1] + 1)
+        (line,) = ax.plot(trials, np.median(values, axis=0), label=f"{name} (median)")
+        low, high = np.percentile(values, [25, 75], axis=0)
+        ax.fill_between(trials, low, high, color=line.get_color(), alpha=0.2)
+    ax.set_xlabel("evaluations (compiles)")
+    ax.set_ylabel("best so far (cost model, 1.0 = its optimum)")
+    ax.set_title(title, fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
