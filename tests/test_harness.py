@@ -5,7 +5,7 @@ import pytest
 
 from xtc_katas.kata import failures, stubs
 from xtc_katas.kata.manifest import find
-from xtc_katas.kata.problems import Matmul
+from xtc_katas.kata.problems import Conv2D, Matmul
 from xtc_katas.measure import numerics
 from xtc_katas.measure.workdir import Workdir
 
@@ -42,6 +42,25 @@ def test_relu_reference_clamps_negatives():
     problem = Matmul(2, 3, 4, relu=True)
     inputs = problem.inputs("signed", seed=3)
     assert (problem.reference(inputs) >= 0).all()
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [Conv2D(1, 5, 6, 4, 3, 3, 3, pad=1), Conv2D(2, 3, 4, 8, 3, 3, 2, stride=2, pad=1)],
+    ids=["3x3 pad 1", "3x3 stride 2, batch 2"],
+)
+def test_conv_reference_is_the_seven_loops(layer):
+    image, weights = layer.inputs("signed", seed=3)
+    p = layer.pad
+    padded = np.pad(image.astype(np.float64), ((0, 0), (p, p), (p, p), (0, 0)))
+    expected = np.zeros(layer.output_shape)
+    for b, h, w, f in np.ndindex(*layer.output_shape):
+        for r, s, c in np.ndindex(layer.R, layer.S, layer.C):
+            row, column = h * layer.stride + r, w * layer.stride + s
+            expected[b, h, w, f] += padded[b, row, column, c] * weights[r, s, c, f]
+    np.testing.assert_allclose(layer.reference([image, weights]), expected, rtol=1e-12)
+    assert layer.fmas == expected.size * layer.R * layer.S * layer.C
+    assert [x.shape for x in (image, weights)] == layer.input_shapes
 
 
 @pytest.mark.parametrize(

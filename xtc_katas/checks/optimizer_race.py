@@ -189,10 +189,13 @@ def _explore(
     directory: str,
     peak_flops: float,
 ) -> list[tuple[Sample, float]]:
+    import importlib
     import os
 
     from xtc.search.explore import Exploration, ExplorationConfig
     from xtc.search.optimizers import BaseOptimizerPreset, Optimizers
+
+    from xtc_katas.measure.backends import KataBackend
 
     class Registered(BaseOptimizerPreset):
         """What XTC's registry expects: a class built with (sample_fn, batch, seed, file)."""
@@ -201,6 +204,10 @@ def _explore(
             return make_optimizer(sample_fn, batch, seed)
 
     Optimizers._map[REGISTERED_AS] = Registered
+    # XTC's driver imports xtc.backends.<name>.Backend itself: hand it the harness's class,
+    # which compiles for XTC_KATAS_ISA when set, as the re-measurement will (this child's
+    # modules only: it was forked).
+    importlib.import_module(f"xtc.backends.{backend}").Backend = KataBackend(backend).Backend
     os.chdir(directory)  # XTC writes its results and run manifest where it runs
     config = ExplorationConfig(
         operator="matmul",
