@@ -348,6 +348,42 @@ RIGHT = {
         ("-k", "gemm_blocking"),
         ("6 passed",),
     ),
+    "a plain hill climber": Planted(
+        12,
+        '    """An optimizer of your design',
+        "    import math, random\n"
+        "    from xtc.itf.search.optimizer import Optimizer\n"
+        "    class HillClimber(Optimizer):\n"
+        "        def __init__(self):\n"
+        "            self.rng, self.best, self.seen = random.Random(seed), None, {}\n"
+        "        def suggest(self):\n"
+        "            pool = [list(s) for s in sample_fn(200, self.rng.randrange(2**31))]\n"
+        "            pool = [s for s in pool if tuple(s) not in self.seen]\n"
+        "            if self.best is not None:\n"
+        "                pool.sort(key=lambda s: sum(abs(math.log2(a) - math.log2(b))\n"
+        "                                            for a, b in zip(s, self.best)))\n"
+        "            return pool[:batch]\n"
+        "        def observe(self, x, y):\n"
+        "            self.seen.update({tuple(s): v for s, v in zip(x, y)})\n"
+        "            self.best = max(self.seen, key=self.seen.get)\n"
+        "        def finished(self):\n"
+        "            pass\n"
+        "    return HillClimber()\n",
+        ("-k", "beats_random_sampling"),
+        ("1 passed",),
+    ),
+    "conv tile with f outside w": Planted(
+        11,
+        '    """A register tile of the output, w by f',
+        '    sch.strip_mine("w", {"w1": 4})\n'
+        '    sch.strip_mine("f", {"f1": 16})\n'
+        '    sch.interchange(["h", "b", "f", "w", "r", "s", "c", "w1", "f1"])\n'
+        '    sch.unroll({"w1": 4})\n'
+        '    sch.vectorize(["f1"])\n'
+        "    return\n",
+        ("-k", "schedule_conv and not parallel"),
+        ("6 passed",),
+    ),
 }
 
 
