@@ -246,6 +246,11 @@ GEMM = Matmul(512, 512, 512)
 #: Kata 11: ResNet18's first 3x3 stage (conv2_x), from XTC's catalogue
 #: (`xtc.artifacts.get_operation("conv2d", "ResNet18_02")`), with its padding of 1.
 RESNET18_02 = Conv2D(1, 56, 56, 64, 3, 3, 64, stride=1, pad=1, layer="ResNet18_02")
+#: Kata 11's parallel task: the same layer on an 8-row image. A parallel call then takes
+#: ~0.12 ms on 2 cores (TVM, AMD EPYC family 26) instead of ~0.9 ms: short enough for the
+#: race's short samples to find both cores free on a busy machine (timing.py). On the
+#: whole layer, under a CPU hog, one solution read 57x and its identical reference 112x.
+RESNET18_02_ROWS8 = Conv2D(1, 8, 56, 64, 3, 3, 64, stride=1, pad=1, layer="ResNet18_02 8 rows")
 #: Any problem the harness races: the same interface (graph, inputs, reference, ...).
 Problem = Matmul | Conv2D
 
@@ -259,4 +264,5 @@ PROBLEMS = {
     "fusion": FUSION,
     "gemm": GEMM,
     "resnet18_02": RESNET18_02,
+    "resnet18_02_rows8": RESNET18_02_ROWS8,
 }
