@@ -201,3 +201,13 @@ def test_a_search_that_ignores_the_backend_it_was_given_is_named():
     own = SearchRun(items=[()] * 4, compiles_after_first=0, compiles=0)
     (mistake,) = laziness_mistakes(own, valid=3)
     assert "through the `Backend` it was given" in mistake
+
+
+def test_a_speedup_ignores_one_lucky_round():
+    from xtc_katas.measure.timing import Timings
+
+    rounds = {"naive": [10.0, 10.0, 10.0, 10.0, 10.0], "a": [1.0, 1.0, 0.5, 1.0, 1.0]}
+    timings = Timings(best={k: min(v) for k, v in rounds.items()}, rounds=rounds)
+    assert timings.speedup("a", "naive") == 10.0, "one round alone saw the machine idle"
+    rounds["naive"][1] = 12.0  # a slow round of naive slows nothing else
+    assert timings.speedup("a", "naive") == 10.0

@@ -46,7 +46,18 @@ class Timings:
     rounds: dict[str, list[float]] = field(default_factory=dict)
 
     def speedup(self, fast: str, slow: str) -> float:
-        return self.best[slow] / self.best[fast]
+        """How many times faster `fast` ran than `slow`: the median, over the rounds, of
+        the ratio of their minima in that round.
+
+        A round times every kernel back to back, so its ratio compares them in the same
+        conditions; the median then ignores a round in which one kernel alone found the
+        machine idle. Under a CPU hog (flakecheck --hog, AMD EPYC family 26), the ratio of
+        overall minima let one compile of kata 10's MLIR write-cache schedule read 65x and
+        its identical twin 33x, and kata 05's parallel reference 113x against its twin's
+        57x: each a single lucky window, in 2 of 5 runs over all katas.
+        """
+        pairs = zip(self.rounds[slow], self.rounds[fast], strict=True)
+        return statistics.median(slow_s / fast_s for slow_s, fast_s in pairs)
 
 
 def time_side_by_side(
