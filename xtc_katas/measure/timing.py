@@ -94,11 +94,10 @@ def shared_buffers(inputs: list[np.ndarray], out: np.ndarray) -> tuple[list[Any]
 
     Given numpy arrays, XTC's evaluator copies them into fresh buffers at every
     `evaluate()` (`ensure_ndarray_parameters`, `xtc/utils/evaluation.py`); given its own
-    NDArrays, it uses them as they are. Measured on the AMD EPYC family 26 under a CPU hog
-    (flakecheck --hog, kata 10 at 512^3): with fresh buffers per evaluation, two compiles
-    of one MLIR schedule read 32x and 57x to 63x naive in the same race, in 2 of 5 runs;
-    on shared buffers, 3 runs, every solution within 2% of its reference. Every kernel of
-    a race now runs on the same buffers: the ratios compare schedules, nothing else.
+    NDArrays, it uses them as they are. Shared buffers take one difference out of a race:
+    every kernel reads and writes the same memory. (They did not remove, alone, the 2x
+    readings of identical kernels under a CPU hog: those come from lucky idle windows,
+    and Timings.speedup's median over rounds is what handles them.)
     """
     from xtc.runtimes.types.ndarray import NDArray
 
