@@ -156,8 +156,6 @@ SHAPE_CHECKS = {
     "parallel_spec": loop_nests.parallel_outer,
     "gemm_vectorize": lambda n: loop_nests.blocked(n) + loop_nests.vector_tile(n),
     "gemm_permute": lambda n: loop_nests.blocked(n) + loop_nests.permuted(n),
-    "gemm_pack": lambda n: loop_nests.permuted(n) + loop_nests.packed(n),
-    "gemm_write_cache": lambda n: loop_nests.write_cache(n, "mlir"),
     "gemm_parallel": loop_nests.parallel_outer,
 }
 

@@ -121,7 +121,7 @@ def test_gemm_write_cache_buffers_c_and_unrolls_k1(task):
 
 @pytest.mark.perf
 @pytest.mark.task("gemm_write_cache")
-def test_gemm_write_cache_beats_pack(task):
+def test_gemm_write_cache_beats_naive(task):
     task.assert_speed()
 
 
