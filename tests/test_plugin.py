@@ -315,12 +315,16 @@ PLANTED = {
 
 @pytest.mark.parametrize("name", PLANTED)
 def test_a_plausible_mistake_fails_with_a_message_that_names_it(repo, name):
-    planted = PLANTED[name]
-    edit_stub(repo, planted.kata, planted.anchor, planted.code)
-    code, out = run_pytest(repo, f"katas/{find(planted.kata).id}", *planted.pytest_args)
+    code, out = run_planted(repo, PLANTED[name])
     assert code == 1, out
-    for expected in planted.expected:
+    for expected in PLANTED[name].expected:
         assert expected in out, out
+
+
+def run_planted(repo, planted: Planted) -> tuple[int, str]:
+    """Plant the code in the copy's stub, then run that kata's tests: (exit code, output)."""
+    edit_stub(repo, planted.kata, planted.anchor, planted.code)
+    return run_pytest(repo, f"katas/{find(planted.kata).id}", *planted.pytest_args)
 
 
 #: Plausible right answers that differ from the reference: they must pass, speed included.
@@ -389,9 +393,7 @@ RIGHT = {
 
 @pytest.mark.parametrize("name", RIGHT)
 def test_a_plausible_right_answer_passes(repo, name):
-    right = RIGHT[name]
-    edit_stub(repo, right.kata, right.anchor, right.code)
-    code, out = run_pytest(repo, f"katas/{find(right.kata).id}", *right.pytest_args)
+    code, out = run_planted(repo, RIGHT[name])
     assert code == 0, out
-    for expected in right.expected:
+    for expected in RIGHT[name].expected:
         assert expected in out, out
