@@ -124,8 +124,9 @@ def apply_task(
     problem: Problem,
     unfused: bool = False,
 ) -> tuple[Any, Any]:
-    """A task's function of kind "schedule" (f(sch)) or "spec" (f() -> spec), applied on a
-    fresh scheduler of `problem` and checked (the manifest's `kind` says which).
+    """A task's function of kind "schedule" (f(sch)), "spec" (f() -> spec) or "strategy"
+    (its first sample), applied on a fresh scheduler of `problem` and checked (the
+    manifest's `kind` says which).
     `unfused`: the same schedule with its fusion left out (kata 09's baseline)."""
     task = kata.task(function)
     kind = task.kind if task else ""
