@@ -157,6 +157,7 @@ SHAPE_CHECKS = {
     "gemm_vectorize": lambda n: loop_nests.blocked(n) + loop_nests.vector_tile(n),
     "gemm_permute": lambda n: loop_nests.blocked(n) + loop_nests.permuted(n),
     "gemm_parallel": loop_nests.parallel_outer,
+    "schedule_conv_parallel": loop_nests.parallel_rows,
 }
 
 
@@ -204,6 +205,34 @@ def test_blocking_wants_the_block_loops_outermost():
     assert "axis 'i' is not tiled" in loop_nests.blocked(nest(GEMM))[0]
 
 
+def test_blocking_wants_k_walked_in_steps():
+    # 32x32 blocks with k left whole passed kata 10 once (AMD EPYC family 25, both
+    # backends): the step asks for k by 4, which steps 3 and 5 build on.
+    whole_k = nest(
+        GEMM,
+        ("strip_mine", "i", {"i1": 32}),
+        ("strip_mine", "j", {"j1": 32}),
+        ("interchange", ["i", "j", "k", "i1", "j1"]),
+    )
+    assert "axis 'k' is not walked in steps" in loop_nests.blocked(whole_k)[0]
+    by_one = nest(
+        GEMM,
+        ("strip_mine", "i", {"i1": 32}),
+        ("strip_mine", "j", {"j1": 32}),
+        ("strip_mine", "k", {"k1": 1}),
+        ("interchange", ["i", "j", "k", "k1", "i1", "j1"]),
+    )
+    assert "axis 'k' is not walked in steps" in loop_nests.blocked(by_one)[0]
+    by_eight = nest(
+        GEMM,
+        ("strip_mine", "i", {"i1": 32}),
+        ("strip_mine", "j", {"j1": 32}),
+        ("strip_mine", "k", {"k1": 8}),
+        ("interchange", ["i", "j", "k", "k1", "i1", "j1"]),
+    )
+    assert loop_nests.blocked(by_eight) == []  # right, if not the tutorial's 4
+
+
 def test_permutation_wants_a_row_then_k1_then_the_vector():
     assert loop_nests.permuted(nest(GEMM, *PERMUTED)) == []
     blocked = nest(
@@ -232,3 +261,26 @@ def test_pack_and_write_cache_are_seen_where_the_backend_records_them(name):
     assert missing_buffer == (name in loop_nests.RECORDS_BUFFER_AT)
     inside_k = nest(GEMM, *PERMUTED, ("buffer_at", "i1"), ("unroll", {"k1": 4}), backend="tvm")
     assert "inside the 'k' loop" in loop_nests.write_cache(inside_k, "tvm")[0]
+
+
+@pytest.mark.parametrize("name", ["mlir", "tvm"])
+def test_b_is_packed_once_per_block_not_at_every_step_of_k(name):
+    # pack_at("k1", 1) copied B for every 4 steps of k and passed kata 10 once (AMD EPYC
+    # family 25): a pack inside the reduction is not the step's technique.
+    for loop in ("k1", "i1", "k"):
+        inside = nest(GEMM, *PERMUTED, ("pack_at", loop, 1), backend=name)
+        assert f"B is packed at {loop!r}, inside the 'k' loop" in loop_nests.packed(inside)[0]
+    for loop in ("j", "i"):  # once per block, or once per row of blocks: both outside k
+        assert loop_nests.packed(nest(GEMM, *PERMUTED, ("pack_at", loop, 1), backend=name)) == []
+
+
+def test_the_k_tile_is_unrolled_by_its_steps():
+    # unroll({"k1": 1}) passed kata 10's write cache once; kata 04 rejects the same factor.
+    for factor, ok in ((1, False), (2, False), (4, True)):
+        cached = nest(
+            GEMM, *PERMUTED, ("buffer_at", "j"), ("unroll", {"k1": factor}), backend="tvm"
+        )
+        mistakes = loop_nests.write_cache(cached, "tvm")
+        assert (mistakes == []) == ok, (factor, mistakes)
+        if not ok:
+            assert f"unrolled by {factor}, not by its 4 steps" in mistakes[0]

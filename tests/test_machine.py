@@ -66,3 +66,117 @@ def test_every_compile_of_an_emulated_backend_is_for_the_emulated_isa(monkeypatc
     monkeypatch.delenv(machine.ISA_ENV)
     emulating.cache_clear()
     assert emulating(TvmBackendStandIn) is TvmBackendStandIn
+
+
+# The peak (measure/machine_peak.py, measure/fma_probe.py) and how a % of peak is shown.
+
+
+@pytest.fixture
+def native(monkeypatch):
+    """This host's ISA, whatever the run emulates."""
+    monkeypatch.delenv(machine.ISA_ENV, raising=False)
+
+
+def host_has_avx512() -> bool:
+    from cpuinfo import get_cpu_info
+
+    return "avx512f" in get_cpu_info().get("flags", [])
+
+
+def test_the_probe_reads_a_positive_rate_with_its_chains_intact(native):
+    from xtc_katas.measure import fma_probe
+
+    reading = fma_probe.measure()  # raises if a chain did not end at 1.0
+    assert reading.fmas_per_s > 1e9, reading
+    assert reading.chains >= 8, "2 FMA units x 4 cycles of latency need 8 chains in flight"
+    assert reading.fmas_per_s == max(reading.by_width.values())
+
+
+def test_the_probes_time_grows_with_its_work_so_nothing_was_folded(native):
+    # A compiler that folded the chains would run 4x the iterations in the same time.
+    from xtc_katas.measure import fma_probe
+
+    probe = fma_probe.compile_probe()
+    bits = max(probe.widths)
+    function = getattr(probe.library, f"fma_probe_{bits}")
+    out = (fma_probe.ctypes.c_float * (fma_probe.VECTORS[bits][-1] * fma_probe.CHAINS[bits]))()
+
+    def best(iterations: int) -> float:
+        return min(function(iterations, 0.5, 0.5, out) for _ in range(30))
+
+    best(20_000)  # wakes the vector units up
+    ratio = best(80_000) / best(20_000)
+    assert 3.0 < ratio < 5.5, f"4x the iterations took {ratio:.2f}x the time"
+
+
+def test_the_probe_leaves_nothing_in_the_temp_dir(native, tmp_path, monkeypatch):
+    import tempfile
+
+    from xtc_katas.measure import fma_probe
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    fma_probe.compile_probe()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_probe_reads_no_lower_than_xtcs_load_limited_probe(native):
+    # XTC's probes load a vector per FMA and time each probe once: they can only read
+    # lower than chains on registers (Intel Xeon family 6 model 207: 62-79 GFMA/s
+    # against 89.6). Far above it, the probe would be measuring something else.
+    from xtc_katas.measure import fma_probe, machine_peak
+
+    probe = fma_probe.measure().fmas_per_s
+    xtc = machine_peak.xtc_peak_fmas_per_s()
+    assert 0.8 * xtc <= probe <= 3 * xtc, (
+        f"probe {probe / 1e9:.1f} GFMA/s, XTC's evaluate_flops {xtc / 1e9:.1f} (best of 3) "
+        f"on {machine.describe()}"
+    )
+
+
+def test_an_avx2_emulation_compiles_the_probe_for_avx2(monkeypatch):
+    from xtc_katas.measure import fma_probe
+
+    monkeypatch.setenv(machine.ISA_ENV, "avx2")
+    probe = fma_probe.compile_probe()
+    assert "-march=native" not in probe.flags and {"-mavx2", "-mfma"} <= set(probe.flags)
+    assert max(probe.widths) == 256, f"compiled widths {probe.widths}"
+    if host_has_avx512():
+        monkeypatch.delenv(machine.ISA_ENV)
+        assert 512 in fma_probe.compile_probe().widths, "natively, AVX-512 chains"
+
+
+def test_the_peak_is_the_override_when_one_is_set(monkeypatch):
+    from xtc_katas.measure import machine_peak
+
+    monkeypatch.setenv(machine_peak.PEAK_ENV, "56")
+    machine_peak.peak_fmas_per_s.cache_clear()
+    try:
+        assert machine_peak.peak_fmas_per_s() == 56e9
+        assert "XTC_KATAS_PEAK_GFMAS" in machine_peak.peak_source()
+        monkeypatch.setenv(machine_peak.PEAK_ENV, "-1")
+        machine_peak.peak_fmas_per_s.cache_clear()
+        with pytest.raises(ValueError, match="positive"):
+            machine_peak.peak_fmas_per_s()
+    finally:
+        machine_peak.peak_fmas_per_s.cache_clear()
+
+
+def test_xtcs_reading_is_shown_beside_the_peak_only_where_they_differ(monkeypatch):
+    from xtc_katas.measure import machine_peak
+
+    monkeypatch.setattr(machine_peak, "peak_fmas_per_s", lambda: 89.6e9)
+    monkeypatch.setattr(machine_peak, "xtc_peak_fmas_per_s", lambda: 70.0e9)
+    note = machine_peak.peak_note()
+    assert note and "70.0 GFMA/s" in note and "22% below" in note and "memory" in note
+    monkeypatch.setattr(machine_peak, "xtc_peak_fmas_per_s", lambda: 87.0e9)
+    assert machine_peak.peak_note() is None
+
+
+def test_a_percent_above_100_says_why():
+    from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
+
+    assert format_percent(87.34) == "87.3%"
+    assert format_percent(100.0) == "100.0%"
+    above = format_percent(124.0)
+    assert above.startswith("124.0% (") and ABOVE_PEAK in above and "turbo" in above
+    assert format_percent(250, 0, why="see below") == "250% (see below)"

@@ -138,3 +138,29 @@ def test_every_kind_is_known_and_every_schedule_has_a_problem(kata):
             assert task.problem in PROBLEMS, f"{task.function}: name its problem"
         if task.kind in SCHEDULE_KINDS:
             assert task.caps, f"{task.function}: a schedule task races; give it a cap"
+
+
+def _perf_tests(kata):
+    """Names of the kata's tests marked `@pytest.mark.perf`."""
+    found = []
+    for path in kata.folder().glob("test_*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and any(
+                ast.unparse(d) == "pytest.mark.perf" for d in node.decorator_list
+            ):
+                found.append(node.name)
+    return found
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_no_speed_test_name_claims_a_gain_the_run_may_not_show(kata):
+    # A speed test passes at 0.7x its reference, and where the previous step's reference
+    # is as fast, without any gain over it (speed_rule.step_note says so): its name must
+    # not promise more. "beats X" only with "where_it_pays", on a task that races X.
+    for name in _perf_tests(kata):
+        if "beats" not in name:
+            continue
+        assert name.endswith("where_it_pays"), f"{name}: say 'beats ... where_it_pays'"
+        for function in stubs.functions_checked_by(kata, name):
+            task = kata.task(function)
+            assert task and task.previous, f"{name}: {function} races no previous step"

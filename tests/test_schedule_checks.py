@@ -158,3 +158,29 @@ def test_a_loop_both_parallel_and_unrolled_is_named(sch):
     sch.parallelize(["j1"])
     sch.unroll({"j1": 2})
     assert any("cannot be both" in m for m in schedule_mistakes(sch))
+
+
+def test_a_tile_left_out_of_the_interchange_says_add_it_not_vectorize_j(sch):
+    # A newcomer's kata 04 mistake (AMD EPYC family 25): strip_mine made j1, the
+    # interchange forgot it. The fix is to add j1, not to vectorize j.
+    sch.strip_mine("j", {"j1": 16})
+    sch.interchange(["i", "k", "j"])
+    sch.vectorize(["j1"])
+    (mistake,) = schedule_mistakes(sch)
+    assert "add 'j1' to the interchange, last: ['i', 'k', 'j', 'j1']" in mistake
+    assert "only the innermost" not in mistake
+
+
+@pytest.mark.parametrize(("kind", "loop"), [("parallelize", "r"), ("vectorize", "c")])
+def test_a_convs_reductions_r_s_c_are_known_as_reductions(kind, loop):
+    from xtc_katas.checks.learner_schedules import fresh_scheduler
+    from xtc_katas.kata.problems import RESNET18_02
+
+    _, conv = fresh_scheduler(KataBackend("mlir"), RESNET18_02)
+    order = ["h", "b", "w", "f", "r", "s", "c"]
+    order.remove(loop)
+    conv.interchange([*order, loop] if kind == "vectorize" else [loop, *order])
+    getattr(conv, kind)([loop])
+    mistakes = schedule_mistakes(conv, RESNET18_02.reduction_axes)
+    assert any(f"iterates the reduction axis {loop!r}" in m for m in mistakes), mistakes
+    assert any("b or h or w or f" in m for m in mistakes)

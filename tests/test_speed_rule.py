@@ -163,3 +163,27 @@ def test_the_previous_technique_never_passes_when_speed_can_tell(reference, prev
     applied = bar(Race(learner=previous, reference=reference, previous=previous), cap_)
     if ABOVE_PREVIOUS * previous <= HEADROOM * reference:
         assert applied.value >= ABOVE_PREVIOUS * previous - 1e-9
+
+
+def test_a_step_that_does_not_pay_is_said_so_with_both_speedups():
+    # Kata 10 on TVM, AMD EPYC family 25 (Zen 3): the blocking reference ran 17.8x naive
+    # and the vectorize reference 16.8x in the same race.
+    why = "LLVM had vectorized the blocked loop already"
+    race = Race(learner=16.4, reference=16.8, previous=17.8)
+    applied = judge(race, 6, "10_gemm › gemm_vectorize()", "x naive", "advice", why=why)
+    assert "does not pay on this machine" in applied.step_note
+    assert "16.8x" in applied.step_note and "17.8x" in applied.step_note
+    assert why in applied.step_note
+    # ... and in a failure of the same run, below the figures.
+    with pytest.raises(SpeedBelowBar, match="does not pay on this machine"):
+        judge(Race(learner=2, reference=16.8, previous=17.8), 6, "k", "x naive", "a", why=why)
+
+
+def test_a_small_gain_is_named_as_small():
+    applied = bar(Race(learner=50, reference=52, previous=48), cap=60)
+    assert "gained only 1.08x" in applied.step_note
+
+
+def test_a_step_that_pays_or_has_no_previous_step_gets_no_note():
+    assert bar(Race(learner=50, reference=56, previous=27), cap=38).step_note == ""
+    assert bar(Race(learner=50, reference=56), cap=38).step_note == ""

@@ -370,8 +370,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 continue
             for key, figures in getattr(report, "user_properties", []):
                 if key == "perf":
-                    shown = ", ".join(f"{k} {_fmt(v)}" for k, v in figures.items())
-                    lines.append(f"{report.nodeid}: {shown}")
+                    numbers = {k: v for k, v in figures.items() if k != "step"}
+                    shown = ", ".join(f"{k} {_fmt(v)}" for k, v in numbers.items())
+                    line = f"{report.nodeid}: {shown}"
+                    if "step" in figures:  # the step did not pay in this run (speed_rule)
+                        line += f"\n    note: {figures['step']}"
+                    lines.append(line)
     if lines:
         terminalreporter.section("performance (side by side, min of repeats)")
         terminalreporter.write_line(f"measured on {machine.describe()}")

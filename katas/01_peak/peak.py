@@ -23,7 +23,8 @@ def percent_of_peak(fmas: int, seconds: float, peak_fmas_per_s: float, cores: in
 
 
 def measure_peak(dtype: str = "float32") -> float:
-    """This machine's single-core peak in FMA/s for `dtype`, measured with XTC's runtime.
+    """This machine's single-core peak in FMA/s for `dtype`, measured with XTC's runtime:
+    the best of at least 3 calls of its benchmark.
 
     Raise ValueError for a dtype the runtime cannot measure.
     """

@@ -53,22 +53,24 @@ def test_percent_of_peak_rejects_non_positive_inputs(kata, args):
 
 
 def test_measure_peak_agrees_with_the_harness(kata, peak):
-    # Both are noisy readings of the same benchmark: they must agree within a factor 3
-    # (the notes saw 17-47 GFMA/s across calls), which a made-up constant will not.
+    # The harness's peak is its register FMA probe; XTC's benchmark reads up to ~30% below
+    # it, and the notes saw 17-47 GFMA/s across calls: within a factor 3, which a made-up
+    # constant will not be.
     got = kata.measure_peak("float32")
     assert isinstance(got, float)
     harness = peak()
     assert harness / 3 < got < harness * 3, (
-        f"measure_peak gave {got:.3g} FMA/s, the harness measured {harness:.3g}"
+        f"measure_peak gave {got:.3g} FMA/s, the harness's register probe measured {harness:.3g}"
     )
 
 
 def test_measure_peak_returns_the_best_reading_of_xtcs_benchmark(kata, monkeypatch):
-    # The harness scripts XTC's benchmark: a made-up constant, an average or a rescaled
-    # figure does not come out; the best of the readings taken does, however many.
+    # The harness scripts XTC's benchmark with the best reading third: one call or two
+    # miss it, and so do a made-up constant, an average or a rescaled figure; the best
+    # of 3 calls or more finds it.
     from xtc.runtimes.host import HostRuntime
 
-    readings = [2.1e10, 4.7e10, 3.3e10, 1.7e10, 4.1e10]
+    readings = [2.1e10, 3.3e10, 4.7e10, 1.7e10, 4.1e10]
     taken = []
 
     def scripted(self, dtype):
@@ -78,6 +80,12 @@ def test_measure_peak_returns_the_best_reading_of_xtcs_benchmark(kata, monkeypat
     monkeypatch.setattr(HostRuntime, "evaluate_flops", scripted)
     got = kata.measure_peak("float32")
     assert taken, "01_peak › measure_peak(): call XTC's HostRuntime.get().evaluate_flops(dtype)"
+    calls = "once" if len(taken) == 1 else f"{len(taken)} times"
+    assert len(taken) >= 3, (
+        f"01_peak › measure_peak() called evaluate_flops {calls}: keep the best of several "
+        f"calls (3 or more): each call times its probes once, and a reading that met a "
+        f"neighbour reads low"
+    )
     assert got == max(taken), (
         f"01_peak › measure_peak() returned {got:.3g} after XTC's benchmark read "
         f"{[f'{t:.3g}' for t in taken]}: return the best reading (noise only lowers one)"

@@ -117,7 +117,7 @@ def test_candidate_specs_is_a_space_worth_searching(kata, kata_entry, backend):
 
 
 @pytest.mark.perf
-def test_candidate_specs_best_found_by_explore_beats_naive(
+def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
     searches, kata, kata_entry, backend, peak, workdir, speed_check
 ):
     specs = kata.candidate_specs()

@@ -110,7 +110,7 @@ def test_make_strategy_returns_an_xtc_strategy(kata):
 
 
 @pytest.mark.perf
-def test_make_strategy_best_of_30_samples_beats_naive(
+def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
     searches, kata, kata_entry, backend, peak, workdir, speed_check
 ):
     graph = STRATEGY.graph()

@@ -19,7 +19,10 @@ from typing import Any
 
 def conv_layer_graph(name: str, dtype: str = "float32") -> Any:
     """The catalogue's conv2d layer `name` as an XTC graph: the unpadded input I, the
-    weights W, a pad2d node P for "same" padding ((r - 1) // 2), and the conv2d O."""
+    weights W, a pad2d node P for "same" padding ((r - 1) // 2), and the conv2d O.
+
+    h and w in the catalogue are the OUTPUT's size; XTC sizes the input h * SH + r - 1
+    rows once padded (w * SW + s - 1 columns), so I has that less 2 * pad."""
     raise NotImplementedError
 
 

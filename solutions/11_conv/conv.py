@@ -32,15 +32,18 @@ def lanes() -> int:
 
 def conv_layer_graph(name: str, dtype: str = "float32") -> Any:
     """The catalogue's conv2d layer `name` as an XTC graph: the unpadded input I, the
-    weights W, a pad2d node P for "same" padding ((r - 1) // 2), and the conv2d O."""
+    weights W, a pad2d node P for "same" padding ((r - 1) // 2), and the conv2d O.
+
+    h and w in the catalogue are the OUTPUT's size; XTC sizes the input h * SH + r - 1
+    rows once padded (w * SW + s - 1 columns), so I has that less 2 * pad."""
     import xtc.graphs.xtc.op as O
     from xtc.artifacts import get_operation
 
     operation = get_operation("conv2d", name)
     d, stride = operation["dims"], (operation["params"]["SH"], operation["params"]["SW"])
     pad = (d["r"] - 1) // 2
-    rows = stride[0] * (d["h"] - 1) + d["r"] - 2 * pad
-    columns = stride[1] * (d["w"] - 1) + d["s"] - 2 * pad
+    rows = d["h"] * stride[0] + d["r"] - 1 - 2 * pad
+    columns = d["w"] * stride[1] + d["s"] - 1 - 2 * pad
     image = O.tensor((d["n"], rows, columns, d["c"]), dtype, name="I")
     weights = O.tensor((d["r"], d["s"], d["c"], d["f"]), dtype, name="W")
     with O.graph(name="conv2d") as gb:

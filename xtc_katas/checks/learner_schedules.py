@@ -112,7 +112,7 @@ def apply_schedule(
             "call primitives on `sch` (sch.interchange(...), sch.vectorize(...)) and return "
             "None. The harness compiles `sch` itself, so a returned value is ignored"
         )
-    check_schedule(scheduler, kata.id, function)
+    check_schedule(scheduler, kata.id, function, problem.reduction_axes)
     return impl, scheduler
 
 
@@ -152,6 +152,12 @@ def apply_strategy(
     """`module.function(graph)` returns an XTC strategy; its first sample of seed
     STRATEGY_SEED, generated on a fresh scheduler and checked: one sampled schedule."""
     strategy = getattr(module, function)(problem.graph())
+    if isinstance(strategy, type):
+        raise ScheduleMistake(
+            f"{kata.id} › {function}(graph) returned the class {strategy.__name__} itself: "
+            f"return an instance, {strategy.__name__}(graph, vec_size=..., max_unroll=..., "
+            "threads=1)"
+        )
     if not (hasattr(strategy, "sample") and hasattr(strategy, "generate")):
         raise ScheduleMistake(
             f"{kata.id} › {function}(graph) returned a {type(strategy).__name__}, not a "
@@ -160,7 +166,7 @@ def apply_strategy(
     sample = next(iter(strategy.sample(1, STRATEGY_SEED)))
     impl, scheduler = fresh_scheduler(backend, problem)
     strategy.generate(scheduler, list(sample))
-    check_schedule(scheduler, kata.id, function)
+    check_schedule(scheduler, kata.id, function, problem.reduction_axes)
     return impl, scheduler
 
 
@@ -175,7 +181,7 @@ def apply_large(
             f"{kata.id} › schedule_large(sch, threads) returned a {type(returned).__name__}: "
             "it must apply the schedule to `sch` and return None"
         )
-    check_schedule(scheduler, kata.id, "schedule_large")
+    check_schedule(scheduler, kata.id, "schedule_large", problem.reduction_axes)
     return impl, scheduler
 
 
@@ -225,5 +231,5 @@ def schedule_spec(
             'inner: an axis ("i"), a tile ("j#16"), a split segment ("j[0:32]") holding its '
             "own nested spec"
         ) from exc
-    check_schedule(scheduler, kata.id, label)
+    check_schedule(scheduler, kata.id, label, problem.reduction_axes)
     return impl, scheduler

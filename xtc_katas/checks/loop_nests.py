@@ -139,45 +139,57 @@ def vector_tile(loop_nest: Any, node: Any | None = None, axis: str = "j") -> lis
 
 
 def register_tile(
-    loop_nest: Any, i: str = "i", j: str = "j", k: str | tuple[str, ...] = "k"
+    loop_nest: Any,
+    i: str | tuple[str, ...] = "i",
+    j: str = "j",
+    k: str | tuple[str, ...] = "k",
 ) -> list[str]:
     """Inside the k loop, an unrolled tile of i times a vectorized tile of j.
 
-    That tile of C lives in vector registers for the whole k loop: each step loads one
-    row of B's tile and broadcasts one element of A per row, and does i1 x j1/lanes FMAs.
-    `k` may name several reduction axes (a convolution's r, s, c): the tile is inside
-    all of them. In kata 11's terms i is w (output columns) and j is f (channels).
+    That tile of the output lives in vector registers for the whole k loop: each step
+    loads one vector of B's tile (or of the weights) and broadcasts one element of A (or
+    of the image) per unrolled step, and does i1 x j1/lanes FMAs. `k` may name several
+    reduction axes (a convolution's r, s, c): the tile is inside all of them. `i` may
+    name several axes any of which can be the unrolled one: a convolution's output
+    columns w or rows h (each of its unrolled steps reads its own pixel of the image, and
+    shares the weights' vector with the others), with j = f, the output channels.
     """
     node = loop_nest.root_node
     mistakes = vector_tile(loop_nest, node, axis=j)
     node_loops = loops(node, loop_axes(loop_nest))
     names = [loop.name for loop in node_loops]
+    unrolled_axes = (i,) if isinstance(i, str) else i
     reductions = (k,) if isinstance(k, str) else k
     k = "/".join(reductions)
     k_positions = [n for n, loop in enumerate(node_loops) if loop.axis in reductions]
     last_k = max(k_positions, default=-1)
     i_tiles = [
-        loop for loop in node_loops[last_k + 1 :] if loop.axis == i and loop.size is not None
+        loop
+        for loop in node_loops[last_k + 1 :]
+        if loop.axis in unrolled_axes and loop.size is not None
     ]
+    what = _tile_rows(unrolled_axes, j)
     if not i_tiles:
+        first = unrolled_axes[0]
+        either = " or ".join(repr(a) for a in unrolled_axes)
         return [
             *mistakes,
-            f"no tile of {i!r} inside the {k!r} loop (the interchange is {names}): "
-            f'strip_mine {i!r} (e.g. {{"{i}1": 4}}) and put that tile after {k!r}, just '
-            f"before the vector tile, so several rows of C stay in registers",
+            f"no tile of {either} inside the {k!r} loop (the interchange is {names}): "
+            f'strip_mine {first!r} (e.g. {{"{first}1": 4}}) and put that tile after {k!r}, '
+            f"just before the vector tile, so that {what} stay in registers",
         ]
     rows = i_tiles[-1]
     if rows.size is not None and rows.size < 2:
-        mistakes.append(f"the tile {rows.name!r} has one row: use 2 or more rows of C")
+        mistakes.append(f"the tile {rows.name!r} has one step: tile 2 or more {what}")
     if rows.name not in node.unroll:
         mistakes.append(
             f"the row tile {rows.name!r} is not unrolled: unroll({{{rows.name!r}: "
-            f"{rows.size}}}) so each row's accumulator becomes its own register"
+            f"{rows.size}}}) so each step's accumulator becomes its own register"
         )
     elif rows.size is not None and node.unroll[rows.name] < rows.size:
         mistakes.append(
             f"the row tile {rows.name!r} is unrolled by {node.unroll[rows.name]}, not by its "
-            f"{rows.size} rows: unroll({{{rows.name!r}: {rows.size}}}) so that every row's "
+            f"{rows.size} steps: unroll({{{rows.name!r}: {rows.size}}}) so that every step's "
             "accumulator becomes its own register (a factor of 1 unrolls nothing)"
         )
     vec = node_loops[-1]
@@ -193,6 +205,13 @@ def register_tile(
                 f"{vec.name}/{simd.lanes} at or below {budget}"
             )
     return mistakes
+
+
+def _tile_rows(unrolled_axes: tuple[str, ...], j: str) -> str:
+    """What the unrolled tile holds, in the problem's words: rows of C for a matmul."""
+    if unrolled_axes == ("i",) and j == "j":
+        return "several rows of C"
+    return f"several {' or '.join(unrolled_axes)} positions of the output (by {j!r})"
 
 
 def split_main_part(loop_nest: Any, axis: str = "j") -> list[str]:
@@ -269,9 +288,36 @@ def fused_consumer(loop_nest: Any, k: str = "k") -> list[str]:
     ]
 
 
-def blocked(loop_nest: Any, i: str = "i", j: str = "j") -> list[str]:
-    """C is computed block by block: i and j are tiled, and their loops over blocks (the
-    axes' outer loops) are the two outermost loops."""
+def fused_part_rows(loop_nest: Any, j: str = "j") -> list[str]:
+    """Where a fused relu's blocks are parts of rows of C, not whole rows: advice for a
+    slow fused kernel, not a shape mistake (on MLIR such a fusion costs nothing).
+
+    On TVM, XTC 0.3.2's relu is one-dimensional: a fused block of C is copied as the one
+    range of C that covers it, whole rows for a block of rows, 1552 floats for a 4x16
+    block of a 512-wide C (kata 09's lesson).
+    """
+    node = loop_nest.root_node
+    node_loops = loops(node, loop_axes(loop_nest))
+    names = [loop.name for loop in node_loops]
+    found = []
+    for at in node.fuse_consumer_at:
+        if at not in names:
+            continue
+        columns = [loop.name for loop in node_loops[: names.index(at) + 1] if loop.axis == j]
+        if columns:
+            found.append(
+                f"the relu is fused at {at!r}, with {columns} (over {j!r}) at or outside it: "
+                "each fused block is part of some rows of C, not whole rows, and on TVM "
+                "XTC 0.3.2's one-dimensional relu copies the range of C that covers the "
+                f"block. Put every loop over {j!r} inside the fused loop, e.g. "
+                'interchange(["i", "j", "k", "i1", "j1"]) and fuse_consumer_at("i")'
+            )
+    return found
+
+
+def blocked(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[str]:
+    """C is computed block by block: i and j are tiled, their loops over blocks (the axes'
+    outer loops) are the two outermost loops, and k is walked in steps (a tile of k)."""
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     names = [loop.name for loop in node_loops]
@@ -281,6 +327,13 @@ def blocked(loop_nest: Any, i: str = "i", j: str = "j") -> list[str]:
         for axis in (i, j)
         if not node.tiles.get(axis)
     ]
+    k_tiles = [size for size in node.tiles.get(k, {}).values()]
+    if not k_tiles or max(k_tiles) < 2:
+        mistakes.append(
+            f"axis {k!r} is not walked in steps: strip_mine({k!r}, {{{k + '1'!r}: 4}}) "
+            f"(TVM's kfactor): the later steps unroll that tile and put it between a row "
+            "of the block and the vector"
+        )
     if mistakes:
         return mistakes
     if {loop.name for loop in node_loops[:2]} != {i, j}:
@@ -313,15 +366,26 @@ def permuted(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[s
     return mistakes
 
 
-def packed(loop_nest: Any, input_idx: int = 1, name: str = "B") -> list[str]:
-    """Input `input_idx` (B) is copied into a packed buffer at some loop (pack_at)."""
+def packed(loop_nest: Any, input_idx: int = 1, name: str = "B", k: str = "k") -> list[str]:
+    """Input `input_idx` (B) is copied into a packed buffer (pack_at) at a loop outside
+    the reduction: once per block, the whole panel the block reads over k. Packed inside
+    a loop over k, the copy runs again at every step of that loop."""
     node = loop_nest.root_node
-    if any(entry[0] == input_idx for entry in node.pack_at.values()):
+    node_loops = loops(node, loop_axes(loop_nest))
+    at = [loop for loop, entry in node.pack_at.items() if entry[0] == input_idx]
+    if not at:
+        return [
+            f"{name} (input {input_idx}) is read where it lies: pack the panel each block "
+            f'reads with sch.pack_at("j", {input_idx}) (or {{"pack": ({input_idx}, None, '
+            "False)} on that loop of a spec)"
+        ]
+    if any(_outside_reduction(node_loops, loop, k) for loop in at):
         return []
     return [
-        f"{name} (input {input_idx}) is read where it lies: pack the panel each block reads "
-        f'with sch.pack_at("j", {input_idx}) (or {{"pack": ({input_idx}, None, False)}} on '
-        "that loop of a spec)"
+        f"{name} is packed at {at[0]!r}, inside the {k!r} loop (the interchange is "
+        f"{node.interchange}): the copy then runs at every step of {k!r}, for a few rows "
+        f'each time. Pack at the loop over blocks of j, sch.pack_at("j", {input_idx}): the '
+        "block's whole panel, copied once"
     ]
 
 
@@ -348,10 +412,18 @@ def write_cache(loop_nest: Any, backend: str, k: str = "k") -> list[str]:
         if not _outside_reduction(node_loops, at, k)
     ]
     k_tiles = [loop for loop in node_loops if loop.axis == k and loop.size is not None]
-    if not any(tile.name in node.unroll for tile in k_tiles):
+    unrolled = [tile for tile in k_tiles if tile.name in node.unroll]
+    if not unrolled:
         mistakes.append(
             f'the tile of {k!r} is not unrolled: unroll it (e.g. unroll({{"k1": 4}})) so '
             "its steps run back to back on the row kept in registers"
+        )
+    elif all(tile.size is not None and node.unroll[tile.name] < tile.size for tile in unrolled):
+        tile = unrolled[-1]
+        mistakes.append(
+            f"the tile {tile.name!r} is unrolled by {node.unroll[tile.name]}, not by its "
+            f"{tile.size} steps: unroll({{{tile.name!r}: {tile.size}}}) so that its steps run "
+            "back to back (a factor of 1 unrolls nothing)"
         )
     return mistakes
 

@@ -56,12 +56,22 @@ def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str] = ("k",)) ->
                 )
         for kind in ("vectorize", "parallelize", "unroll"):
             for name in getattr(node, kind):
-                if name not in node.interchange:
+                if name in node.interchange:
+                    continue
+                if name in axes:  # made by strip_mine, then left out of the interchange
+                    where_to = f", last: {[*node.interchange, name]}" if kind == "vectorize" else ""
+                    mistakes.append(
+                        f"{kind}({name!r}){where}: {name!r} is a loop (strip_mine made it), "
+                        f"but the interchange {node.interchange} leaves it out: add "
+                        f"{name!r} to the interchange{where_to}"
+                    )
+                else:
                     mistakes.append(
                         f"{kind}({name!r}){where}: {name!r} is not a loop of the interchange "
                         f"{node.interchange}; use one of those names"
                     )
-        if node.vectorize and node.interchange and node.vectorize != node.interchange[-1:]:
+        in_nest = all(name in node.interchange for name in node.vectorize)
+        if in_nest and node.vectorize and node.vectorize != node.interchange[-1:]:
             mistakes.append(
                 f"vectorize({node.vectorize}){where}: only the innermost loop "
                 f"({node.interchange[-1]!r}) can be vectorized; put the vector tile last "
@@ -78,10 +88,12 @@ def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str] = ("k",)) ->
         for kind, consequence in RACES.items():
             for name in getattr(node, kind):
                 if axes.get(name) in reductions:
+                    others = [d for d in dims if d not in reductions]
                     mistakes.append(
                         f"{kind}({name!r}){where}: {name!r} iterates the reduction axis "
-                        f"{axes[name]!r}; every iteration adds into the same C[i, j], so "
-                        f"{consequence}. {kind.capitalize()} a loop over i or j instead"
+                        f"{axes[name]!r}; every iteration adds into the same output element, "
+                        f"so {consequence}. {kind.capitalize()} a loop over "
+                        f"{' or '.join(others)} instead"
                     )
     try:
         loop_nest.check()

@@ -16,7 +16,7 @@ from typing import Any
 
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import Matmul
-from xtc_katas.measure.timing import percent_of_peak, time_side_by_side
+from xtc_katas.measure.timing import format_percent, percent_of_peak, time_side_by_side
 
 
 class SearchMistake(KataFailure):
@@ -213,7 +213,9 @@ def honesty_mistake(reported: float, measured: float, candidate: Any) -> str | N
         else "Measure with several short runs and keep the fastest: "
         "module.get_evaluator(repeat=5, min_repeat_ms=20), then min(times)"
     )
+    # Above 100%, the learner's figure is explained by the advice; the harness's by noise.
+    yours = format_percent(reported, 2, why="more than the core's peak: see below")
     return (
-        f"for {candidate!r} it reported {reported:.3g}% of peak; the harness measured "
-        f"{measured:.3g}% for the same schedule ({ratio:.2f}x). {advice}"
+        f"for {candidate!r} it reported {yours} of peak; the harness measured "
+        f"{format_percent(measured, 2)} for the same schedule ({ratio:.2f}x). {advice}"
     )

@@ -1,4 +1,4 @@
-"""The `speed_check` fixture of katas 04-07: time the learner's kernel in a race, judge it.
+"""The `speed_check` fixture: time the learner's kernel in a race, judge it.
 
 One race (timing.py), in one child process: the naive schedule, the learner's kernel, the
 task's reference solution and, when the manifest names one, the previous technique's
@@ -8,6 +8,7 @@ reference, interleaved. The judgement is speed_rule.py's, the same for every kat
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from xtc_katas.checks.learner_schedules import apply_task, fresh_scheduler
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata
 from xtc_katas.kata.problems import PROBLEMS, Problem
+from xtc_katas.measure import machine
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.speed_rule import Bar, Race, bar, judge
 from xtc_katas.measure.timing import Timings, percent_of_peak, time_side_by_side
@@ -151,7 +153,16 @@ class SpeedCheck:
         def percent(name: str) -> float:
             return percent_of_peak(problem.fmas, timings.best[name], self.peak(), threads)
 
-        applied = bar(result, cap)
+        why = task.no_gain_reason(self.backend.name) if task else ""
+        applied = bar(result, cap, why)
+        if applied.step_note:
+            warnings.warn(
+                StepDoesNotPay(
+                    f"{self.kata.id} › {function}() on {self.backend}, "
+                    f"{machine.describe()}: {applied.step_note}"
+                ),
+                stacklevel=2,
+            )
         self.record_perf(
             speedup=result.learner,
             percent_of_peak=percent("learner"),
@@ -159,6 +170,7 @@ class SpeedCheck:
             **({"previous_speedup": result.previous} if result.previous else {}),
             cap=cap,
             bar=applied.value,
+            **({"step": applied.step_note} if applied.step_note else {}),
             **recorded,
         )
         hint = task.hints[-1] if task and task.hints else "see the lesson"
@@ -170,4 +182,10 @@ class SpeedCheck:
             advice or f"{hint} (all hints: xtc-katas hint {self.kata.number})",
             f"% of peak: yours {percent('learner'):.1f}%, the reference "
             f"{percent('reference'):.1f}% ({threads} core{'s' if threads > 1 else ''})",
+            why,
         )
+
+
+class StepDoesNotPay(UserWarning):
+    """This run's reference of a step was not faster than the previous step's reference:
+    shown in pytest's warnings summary, so a passing test does not claim a gain."""

@@ -75,11 +75,13 @@ class TaskUnderTest:
         """No mistakes in the loop nest's shape, as listed by a loop_nests check."""
         loop_nests.require(mistakes, self.kata.id, self.function)
 
-    def assert_speed(self) -> Bar:
+    def assert_speed(self, advice: str = "") -> Bar:
         """Race the learner's kernel against naive, the reference and the previous task's
         reference (speed_race.py), or, for a task whose baseline is "unfused", against
-        itself unfused; assert this run's bar (speed_rule.py)."""
+        itself unfused; assert this run's bar (speed_rule.py). `advice`: the failure's
+        "next:" line when the test knows the cause from the loop nest (default: the
+        task's last hint)."""
         unfused = self.compiled(unfused=True) if self.task.baseline == "unfused" else None
         return self.speed_check(
-            self.function, self.problem, self.compiled(), learner_unfused=unfused
+            self.function, self.problem, self.compiled(), advice, learner_unfused=unfused
         )

@@ -4,8 +4,10 @@
     python -m xtc_katas.cli.explore 7 --backend mlir   # one backend, faster
     python -m xtc_katas.cli.explore 6 --solutions      # the reference search, to compare
 
-For each backend: the naive schedule's % of peak (the baseline), a progress bar with the
-best candidate so far, the top-10 table, and a PNG plot whose path is printed (its title
+First the peak every % divides by (machine_peak.py), with XTC's evaluate_flops beside
+it when the two differ by more than 5%. For each backend: the naive schedule's % of peak
+(the baseline), a progress bar with the best candidate so far, the top-10 table (and,
+when the best reads above 100%, why), and a PNG plot whose path is printed (its title
 names the machine). The search runs in a child process (isolation.iterate_isolated).
 """
 
@@ -28,7 +30,7 @@ from xtc_katas.kata.problems import PROBLEMS, Matmul
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, iterate_isolated
-from xtc_katas.measure.timing import percent_of_peak, time_side_by_side
+from xtc_katas.measure.timing import format_percent, percent_of_peak, time_side_by_side
 from xtc_katas.measure.workdir import Workdir
 
 OUT = ROOT / ".xtc-katas" / "explore"
@@ -116,11 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     search = search_task(kata)
     if search is None:
         parser.error(f"{kata.id} has no search to run: explore runs katas 06, 07 and 12")
-    from xtc_katas.measure.machine_peak import peak_fmas_per_s
+    from xtc_katas.measure.machine_peak import peak_fmas_per_s, peak_note, peak_source
 
     module = loader.load(kata, solution=args.solutions)
     problem = PROBLEMS[search.problem]
     peak = peak_fmas_per_s()
+    print(f"peak: {peak_source()}")
+    note = peak_note()
+    if note:
+        print(f"  ({note})")
     side = "solution" if args.solutions else "yours"
     out = args.out.resolve()
     cwd = Path.cwd()
@@ -131,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             for name in args.backend or BACKENDS:
                 backend = KataBackend(name)
                 baseline = baseline_percent(backend, problem, peak, workdir)
-                print(f"\n{kata.id} on {name}, {problem.label}: naive {baseline:.2f}% of peak")
+                shown = format_percent(baseline, 2)
+                print(f"\n{kata.id} on {name}, {problem.label}: naive {shown} of peak")
                 # In a child process, streamed item by item: a crashing candidate stops the
                 # search with a message, and no kernel runs in this process.
                 items = iterate_isolated(
@@ -147,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 results = search_view.run(items, description=f"{kata.id} {name}")
                 print(search_view.top_table(results, baseline))
+                best = max((r.percent for r in results), default=0.0)
+                if best > 100:  # a % of peak above 100 is never shown without saying why
+                    print(f"best: {format_percent(best, 2)}")
                 png = search_view.plot(
                     results,
                     baseline,

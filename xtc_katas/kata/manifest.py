@@ -60,12 +60,55 @@ class Task:
     #: What the race measures speedups over: "naive" (the unscheduled kernel) or
     #: "unfused" (each side's own schedule without its fusion, kata 09).
     baseline: str = "naive"
+    #: Per backend, why this step may not beat the previous one (a cause measured on some
+    #: CPU, e.g. LLVM vectorized the previous step already): shown with the figures when
+    #: the previous step's reference is as fast in the learner's run (speed_rule.step_note).
+    no_gain: tuple[tuple[str, str], ...] = ()
 
     def cap(self, backend: str) -> float:
         caps = dict(self.caps)
         if backend not in caps:
             raise LookupError(f"{self.function} has no speed cap for {backend}")
         return caps[backend]
+
+    def no_gain_reason(self, backend: str) -> str:
+        return dict(self.no_gain).get(backend, "")
+
+
+#: The keys a task may have in the manifest: a typo is an error, not a silent default.
+TASK_KEYS = {
+    "function",
+    "hints",
+    "cap",
+    "reference",
+    "previous",
+    "problem",
+    "parallel",
+    "kind",
+    "baseline",
+    "no_gain",
+}
+
+
+def _task(kata_id: str, entry: dict) -> Task:
+    unknown = sorted(set(entry) - TASK_KEYS)
+    if unknown:
+        raise ValueError(
+            f"{MANIFEST}: task {entry.get('function', '?')!r} of {kata_id} has unknown "
+            f"key(s) {unknown}; the keys are {sorted(TASK_KEYS)}"
+        )
+    return Task(
+        entry["function"],
+        tuple(entry["hints"]),
+        tuple(entry.get("cap", {}).items()),
+        entry.get("reference", ""),
+        entry.get("previous", ""),
+        entry.get("problem", ""),
+        entry.get("parallel", False),
+        entry.get("kind", ""),
+        entry.get("baseline", "naive"),
+        tuple(entry.get("no_gain", {}).items()),
+    )
 
 
 @dataclass(frozen=True)
@@ -124,20 +167,7 @@ def katas() -> tuple[Kata, ...]:
             id=k["id"],
             title=k["title"],
             module=k["module"],
-            tasks=tuple(
-                Task(
-                    t["function"],
-                    tuple(t["hints"]),
-                    tuple(t.get("cap", {}).items()),
-                    t.get("reference", ""),
-                    t.get("previous", ""),
-                    t.get("problem", ""),
-                    t.get("parallel", False),
-                    t.get("kind", ""),
-                    t.get("baseline", "naive"),
-                )
-                for t in k["task"]
-            ),
+            tasks=tuple(_task(k["id"], t) for t in k["task"]),
         )
         for k in data["kata"]
     )

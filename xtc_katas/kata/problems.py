@@ -42,6 +42,8 @@ class Matmul:
     #: The node a scheduler schedules: the matmul, also when a relu follows it (a relu is
     #: fused into the matmul's nest, kata 09, rather than scheduled on its own).
     scheduled_node = "C"
+    #: Its loops that sum into one output element: never parallel, never vectorized.
+    reduction_axes = ("k",)
 
     def backend_options(self, backend: str) -> dict[str, bool]:
         """Options for XTC's Backend. XTC 0.3.2's MLIR backend fuses a consumer only on
@@ -101,9 +103,13 @@ class Conv2D:
     """O = conv2d(pad(I), W): NHWC input I, RSCF weights W, NHWF output (XTC's layouts).
 
     H and W are the output's rows and columns, as in XTC's operation catalogue
-    (`xtc.artifacts`); the input is what that takes before padding: stride * (H - 1) + R
-    - 2 * pad rows. The loop nest of the conv node is b, h, w, f (parallel), r, s, c
-    (reductions), `xtc/graphs/xtc/operators.py`.
+    (`xtc.artifacts`). The input has XTC's size (`Exploration.xtc_conv2d_graph`: H * stride
+    + R - 1 rows once padded), less the padding: for ResNet18's stride-2 layers, 56 rows
+    in, 28 out, as in the network. Any size from stride * (H - 1) + R - 2 * pad up to that
+    gives the same output size (a stride-2 conv leaves the last row unread or reads it);
+    `accepts_input_size` takes them all, and the reference computes on the arrays given.
+    The loop nest of the conv node is b, h, w, f (parallel), r, s, c (reductions),
+    `xtc/graphs/xtc/operators.py`.
     """
 
     N: int
@@ -120,6 +126,9 @@ class Conv2D:
 
     #: The node a scheduler schedules: the convolution (the pad runs as it is).
     scheduled_node = "O"
+    #: Its loops that sum into one output element (xtc/graphs/xtc/operators.py: conv2d's
+    #: dims_kind("R") is r, s, c).
+    reduction_axes = ("r", "s", "c")
     relu = False
 
     @property
@@ -143,10 +152,25 @@ class Conv2D:
 
     @property
     def input_size(self) -> tuple[int, int]:
+        """XTC's input size, less the padding (see the class docstring)."""
+        return (
+            self.stride * self.H + self.R - 1 - 2 * self.pad,
+            self.stride * self.W + self.S - 1 - 2 * self.pad,
+        )
+
+    @property
+    def smallest_input_size(self) -> tuple[int, int]:
+        """The fewest rows and columns that give the output size: the last window ends
+        on the last row."""
         return (
             self.stride * (self.H - 1) + self.R - 2 * self.pad,
             self.stride * (self.W - 1) + self.S - 2 * self.pad,
         )
+
+    def accepts_input_size(self, rows: int, columns: int) -> bool:
+        """Whether an unpadded image of that size gives this layer's output size."""
+        low, high = self.smallest_input_size, self.input_size
+        return low[0] <= rows <= high[0] and low[1] <= columns <= high[1]
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -176,7 +200,8 @@ class Conv2D:
         p = self.pad
         padded = np.pad(image, ((0, 0), (p, p), (p, p), (0, 0)))
         windows = np.lib.stride_tricks.sliding_window_view(padded, (self.R, self.S), (1, 2))
-        windows = windows[:, :: self.stride, :: self.stride]  # (N, H, W, C, R, S)
+        # (N, H, W, C, R, S): one window per output element, whatever the input size given
+        windows = windows[:, :: self.stride, :: self.stride][:, : self.H, : self.W]
         with single_threaded_blas():
             return np.einsum("nhwcrs,rscf->nhwf", windows, weights, optimize=True)
 

@@ -89,7 +89,7 @@ def kata_results(kata: Kata, results: Results, root: Path = ROOT) -> Results:
 @dataclass
 class KataStatus:
     kata: Kata
-    state: str  # "passing", "failing", "not started", "not run"
+    state: str  # "passing", "failing", "not started", "not run", "partly run"
     tasks_passed: int
     first_failure: TestResult | None
     best_percent_of_peak: float | None
@@ -97,6 +97,9 @@ class KataStatus:
 
 
 def kata_status(kata: Kata, results: Results) -> KataStatus:
+    """The kata's state from its results against the current stub: "passing" only when
+    every task has passed tests and none failed; "partly run" when none failed but some
+    task has no result yet (a run with -k, or one interrupted)."""
     mine = kata_results(kata, results).values()
     if not mine:
         return KataStatus(kata, "not run", 0, None, None, None)
@@ -109,7 +112,7 @@ def kata_status(kata: Kata, results: Results) -> KataStatus:
     percents = [f["percent_of_peak"] for f in figures if "percent_of_peak" in f]
     speedups = [f["speedup"] for f in figures if "speedup" in f]
     if not failures:
-        state = "passing"
+        state = "passing" if passed == len(kata.tasks) else "partly run"
     elif all("not implemented yet" in r.message for r in failures) and not passed:
         state = "not started"
     else:

@@ -21,6 +21,14 @@ that skipped the task's technique from passing on speed, wherever speed can tell
 apart (reference / previous >= ABOVE_PREVIOUS / HEADROOM = 1.64x here). Where it cannot
 (MLIR's parallel loop is no faster than its sequential register tile), the task's
 loop-nest shape check is what catches it (loop_nests.py).
+
+The cap bounds the reference's part of the bar only: where 1.15x the previous task's
+reference is above the cap (and below 0.7x the reference), the bar is that, above the cap.
+
+A step whose reference is not ABOVE_PREVIOUS times faster than the previous step's in
+the same run does not pay on this machine: the learner is told so (`step_note`), with the
+reason where the manifest knows it, instead of a test name claiming a gain that the run
+did not show.
 """
 
 from __future__ import annotations
@@ -55,13 +63,31 @@ class Bar:
 
     value: float
     reason: str
+    #: Set when this step's reference did not beat the previous step's in this run.
+    step_note: str = ""
 
     def margin(self, speedup: float) -> float:
         return speedup / self.value
 
 
-def bar(race: Race, cap: float | None = None) -> Bar:
-    """The bar for this run (see the module's docstring for the rule)."""
+def step_note(race: Race, why: str = "") -> str:
+    """One line when the step does not pay here: both speedups, and `why` if known; ""
+    when it pays or there is no previous step."""
+    if race.previous is None or race.reference >= ABOVE_PREVIOUS * race.previous:
+        return ""
+    gain = race.reference / race.previous
+    verb = "ran slower than" if gain < 1 else f"gained only {gain:.2f}x over"
+    return (
+        f"this step does not pay on this machine: its reference ({race.reference:.3g}x) "
+        f"{verb} the previous step's ({race.previous:.3g}x) in the same run"
+        + (f"; {why}" if why else "")
+        + ". The bar follows this step's reference; the loop-nest test checks the technique"
+    )
+
+
+def bar(race: Race, cap: float | None = None, why: str = "") -> Bar:
+    """The bar for this run (see the module's docstring for the rule); `why` explains a
+    step that does not pay (the manifest's `no_gain`)."""
     relative = HEADROOM * race.reference
     reference_part = f"{HEADROOM:g} of the reference's {race.reference:.3g}x in this run"
     if cap is not None and cap <= relative:
@@ -79,7 +105,7 @@ def bar(race: Race, cap: float | None = None) -> Bar:
                 f"{ABOVE_PREVIOUS:g}x the previous task's reference ({race.previous:.3g}x in "
                 "this run): a schedule without this task's technique must not pass"
             )
-    return Bar(value, reason)
+    return Bar(value, reason, step_note(race, why))
 
 
 def judge(
@@ -89,6 +115,7 @@ def judge(
     measured: str,
     advice: str,
     details: str = "",
+    why: str = "",
 ) -> Bar:
     """Raise a KataFailure naming the figures and the next step, or return the bar met.
 
@@ -96,7 +123,7 @@ def judge(
     (4x32x512 float32 matmul)"); `details` adds what the caller knows (% of peak,
     milliseconds, the BLAS kernel).
     """
-    applied = bar(race, cap)
+    applied = bar(race, cap, why)
     if race.learner >= applied.value:
         return applied
     lines = [
@@ -107,6 +134,8 @@ def judge(
     ]
     if details:
         lines.append(f"  {details}")
+    if applied.step_note:
+        lines.append(f"  {applied.step_note}")
     lines.append(f"  next: {advice}")
     raise SpeedBelowBar("\n".join(lines))
 

@@ -148,6 +148,23 @@ def percent_of_peak(fmas: int, seconds: float, peak_fmas_per_s: float, cores: in
     return 100.0 * fmas / seconds / (peak_fmas_per_s * cores)
 
 
+#: Why a kernel can read above 100%: said wherever such a figure is shown.
+ABOVE_PEAK = (
+    "above the probe's peak: a turbo clock the probe did not see, or a noisy probe; "
+    "the ratio to the reference is what counts"
+)
+
+
+def format_percent(value: float, digits: int = 1, why: str = ABOVE_PEAK) -> str:
+    """`value` as "87.3%"; above 100%, followed by `why` in parentheses.
+
+    A % of peak above 100 is not a kernel beating its machine: left unexplained, it
+    teaches that the metric means nothing. Every place that prints one goes through here.
+    """
+    text = f"{value:.{digits}f}%"
+    return f"{text} ({why})" if value > 100 else text
+
+
 #: Kata 08's race against numpy: rounds of XTC's best of CALLS calls for each kernel,
 #: then numpy's best of CALLS calls, on the same threads.
 NUMPY_ROUNDS = 7

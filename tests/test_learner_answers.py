@@ -1,0 +1,392 @@
+"""Katas 09-11 judged right: learners' likeliest wrong answers fail for the right reason,
+and right answers that differ from the reference pass, speed included.
+
+Each answer is a function body planted in a copy of the repository (repo_copy.py), as a
+learner would write it. To keep the copies few, one copy holds one answer per function
+(a "round") and one pytest run judges them all: every wrong answer's selected tests must
+fail with its expected words in the output, every right answer's tests must pass.
+Katas 01-08 and the single-answer cases live in test_plugin.py (PLANTED, RIGHT); kata
+12's optimizers in test_optimizer_race.py.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+
+from xtc_katas.kata.manifest import find
+from xtc_katas.tools.repo_copy import copy_repository, run_pytest
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A learner's body for `function`, and what the tests selected by `select` say."""
+
+    function: str
+    body: str
+    select: str  # a pytest -k expression: the tests that must judge this answer
+    expected: tuple[str, ...] = ()  # words each wrong answer's failure must contain
+
+
+def plant(repo, kata: int, answer: Answer) -> None:
+    """Put `answer.body` at the top of its function in the copy's stub."""
+    stub = find(kata).stub_path(repo)
+    source = stub.read_text()
+    match = re.search(rf"def {answer.function}\(.*?\n(?=    \"\"\")", source, re.S)
+    assert match, f"no def {answer.function} in {stub}"
+    stub.write_text(source[: match.end()] + answer.body + source[match.end() :])
+
+
+def judge(tmp_path, kata: int, answers: list[Answer], *args: str) -> tuple[int, str]:
+    functions = [a.function for a in answers]
+    assert len(set(functions)) == len(functions), "one answer per function in a round"
+    repo = copy_repository(tmp_path)
+    for answer in answers:
+        plant(repo, kata, answer)
+    select = " or ".join(f"({a.select})" for a in answers)
+    return run_pytest(repo, f"katas/{find(kata).id}", "-k", select, "-rfE", *args, timeout=900)
+
+
+def failed_tests(out: str) -> list[str]:
+    return re.findall(r"^(?:FAILED|ERROR) \S+::(\S+)", out, re.M)
+
+
+def body(*lines: str) -> str:
+    return "".join(f"    {line}\n" for line in lines) + "    return\n"
+
+
+def spec(text: str) -> str:
+    return f"    return {text}\n"
+
+
+GEMM_TILES = (
+    'sch.strip_mine("i", {"i1": 32})',
+    'sch.strip_mine("j", {"j1": 32})',
+    'sch.strip_mine("k", {"k1": 4})',
+)
+PERMUTED = (
+    *GEMM_TILES,
+    'sch.interchange(["i", "j", "k", "i1", "k1", "j1"])',
+    'sch.vectorize(["j1"])',
+)
+ROWS_64 = (
+    'sch.strip_mine("i", {"i1": 64})',
+    'sch.strip_mine("j", {"j1": 32})',
+    'sch.strip_mine("k", {"k1": 4})',
+    'sch.interchange(["i", "j", "k", "i1", "k1", "j1"])',
+    'sch.vectorize(["j1"])',
+)
+CONV_TILE = ('sch.strip_mine("w", {"w1": 4})', 'sch.strip_mine("f", {"f1": 16})')
+CONV_ORDER = 'sch.interchange(["h", "b", "w", "f", "r", "s", "c", "w1", "f1"])'
+CONV = (*CONV_TILE, CONV_ORDER, 'sch.unroll({"w1": 4})', 'sch.vectorize(["f1"])')
+LAYER = (
+    "import xtc.graphs.xtc.op as O",
+    "from xtc.artifacts import get_operation",
+    'op = get_operation("conv2d", name)',
+    'd, sh, sw = op["dims"], op["params"]["SH"], op["params"]["SW"]',
+    'pad = (d["r"] - 1) // 2',
+)
+
+
+def layer_graph(rows: str, columns: str, inside: bool = False) -> str:
+    tensors = (
+        f'i = O.tensor((d["n"], {rows}, {columns}, d["c"]), dtype, name="I")',
+        'w = O.tensor((d["r"], d["s"], d["c"], d["f"]), dtype, name="W")',
+    )
+    block = (
+        'with O.graph(name="conv2d") as gb:',
+        *(f"    {t}" for t in tensors if inside),
+        '    p = O.pad2d(i, padding=pad, name="P") if pad else i',
+        '    O.conv2d(p, w, stride=(sh, sw), name="O")',
+    )
+    lines = (*LAYER, *(() if inside else tensors), *block)
+    return "".join(f"    {line}\n" for line in lines) + "    return gb.graph\n"
+
+
+#: Wrong answers, by kata, in rounds of one answer per function.
+WRONG = {
+    9: [
+        [
+            Answer(
+                "fused_spec",
+                spec(
+                    '{"i": {}, "j": {}, "k": {}, "i#4": {"unroll": True},'
+                    ' "j#16": {"vectorize": True}}'
+                ),
+                "fused_spec_fuses",
+                ("09_fusion › fused_spec(): the loop nest is not there yet", "nest of its own"),
+            ),
+        ],
+        [
+            Answer(
+                "fused_spec",
+                spec(
+                    '{"i": {}, "j": {}, "k": {}, "i#4": {"unroll": True, "fuse_consumer": True},'
+                    ' "j#16": {"vectorize": True}}'
+                ),
+                "fused_spec_fuses",
+                ("inside the 'k' loop",),
+            ),
+        ],
+    ],
+    10: [
+        [
+            Answer(
+                "gemm_blocking",
+                body(
+                    'sch.strip_mine("i", {"i1": 32})',
+                    'sch.strip_mine("j", {"j1": 32})',
+                    'sch.interchange(["i", "j", "k", "i1", "j1"])',
+                ),
+                "gemm_blocking_walks",
+                ("axis 'k' is not walked in steps",),
+            ),
+            Answer(
+                "gemm_vectorize",
+                body(*GEMM_TILES, 'sch.interchange(["i", "j", "k", "k1", "i1", "j1"])'),
+                "gemm_vectorize_vectorizes",
+                ("the innermost loop 'j1' is not vectorized",),
+            ),
+            Answer(
+                "gemm_permute",
+                body(
+                    *GEMM_TILES,
+                    'sch.interchange(["i", "j", "i1", "k", "k1", "j1"])',
+                    'sch.vectorize(["j1"])',
+                ),
+                "gemm_permute_puts",
+                ("the three innermost loops walk ['k', 'k', 'j']",),
+            ),
+            Answer(
+                "gemm_pack",
+                body(*PERMUTED, 'sch.pack_at("k1", 1)'),
+                "gemm_pack_packs",
+                ("B is packed at 'k1', inside the 'k' loop",),
+            ),
+            Answer(
+                "gemm_write_cache",
+                body(
+                    *PERMUTED, 'sch.pack_at("j", 1)', 'sch.buffer_at("j")', 'sch.unroll({"k1": 1})'
+                ),
+                "gemm_write_cache_buffers",
+                ("'k1' is unrolled by 1, not by its 4 steps",),
+            ),
+            Answer(
+                "gemm_parallel",
+                body(
+                    *PERMUTED,
+                    'sch.pack_at("j", 1)',
+                    'sch.buffer_at("j")',
+                    'sch.unroll({"k1": 4})',
+                    'sch.parallelize(["j"])',
+                ),
+                "gemm_parallel_shares",
+                ("not the outermost loop 'i'",),
+            ),
+        ],
+        [
+            Answer(
+                "gemm_vectorize",
+                body(
+                    *GEMM_TILES,
+                    'sch.interchange(["i", "j", "k", "k1", "j1", "i1"])',
+                    'sch.vectorize(["i1"])',
+                ),
+                "gemm_vectorize_vectorizes",
+                ("walks axis 'i'",),
+            ),
+            Answer(
+                "gemm_pack",
+                body(*PERMUTED, 'sch.pack_at("j", 0)'),
+                "gemm_pack_packs",
+                ("B (input 1) is read where it lies",),
+            ),
+            Answer(
+                "gemm_write_cache",
+                body(
+                    *PERMUTED, 'sch.pack_at("j", 1)', 'sch.buffer_at("i1")', 'sch.unroll({"k1": 4})'
+                ),
+                "gemm_write_cache_buffers and tvm",
+                ("the write buffer is at 'i1', inside the 'k' loop",),
+            ),
+            Answer(
+                "gemm_parallel",
+                body(
+                    *PERMUTED, 'sch.pack_at("j", 1)', 'sch.buffer_at("j")', 'sch.unroll({"k1": 4})'
+                ),
+                "gemm_parallel_shares",
+                ("no loop is parallelized",),
+            ),
+        ],
+    ],
+    11: [
+        [
+            Answer(
+                "conv_layer_graph",
+                layer_graph(
+                    'd["h"] * sh + d["r"] - 1 - 2 * pad',
+                    'd["w"] * sw + d["s"] - 1 - 2 * pad',
+                    inside=True,
+                ),
+                "conv_layer_graph_builds",
+                ("Create both tensors BEFORE the `with O.graph(...)` block",),
+            ),
+            Answer(
+                "conv_strategy",
+                "    from xtc.search.strategies import Strategy_PPRPRPvr\n"
+                "    return Strategy_PPRPRPvr\n",
+                "conv_strategy",
+                ("returned the class Strategy_PPRPRPvr itself",),
+            ),
+            Answer(
+                "schedule_conv",
+                body(*CONV_TILE, CONV_ORDER, 'sch.vectorize(["f1"])'),
+                "schedule_conv_has",
+                ("the row tile 'w1' is not unrolled",),
+            ),
+            Answer(
+                "schedule_conv_parallel",
+                body(*CONV, 'sch.parallelize(["w"])'),
+                "schedule_conv_parallel_shares",
+                ("the parallel loop 'w' walks 'w': parallelize the rows, 'h'",),
+            ),
+        ],
+        [
+            # The output's size taken for the input's: right at stride 1, short at stride 2.
+            Answer(
+                "conv_layer_graph",
+                layer_graph('d["h"]', 'd["w"]'),
+                "conv_layer_graph_computes_small and stride2",
+                ("the image has 3 rows and 4 columns; this layer takes 5 to 6 rows",),
+            ),
+            Answer(
+                "conv_strategy",
+                "    from xtc.search.strategies import Strategy_PPRPRPvr\n"
+                "    return list(Strategy_PPRPRPvr(graph, vec_size=8).sample(4, 0))\n",
+                "conv_strategy",
+                ("returned a list, not a strategy",),
+            ),
+            Answer(
+                "schedule_conv",
+                body(
+                    *CONV_TILE,
+                    'sch.interchange(["h", "b", "w", "f", "r", "s", "w1", "f1", "c"])',
+                    'sch.unroll({"w1": 4})',
+                    'sch.vectorize(["c"])',
+                ),
+                "schedule_conv_has",
+                ("iterates the reduction axis 'c'",),
+            ),
+            Answer(
+                "schedule_conv_parallel",
+                body(*CONV, 'sch.parallelize(["r"])'),
+                "schedule_conv_parallel_shares",
+                ("iterates the reduction axis 'r'",),
+            ),
+        ],
+    ],
+}
+
+#: Right answers that differ from the reference, by kata: every test of their functions
+#: passes, on both backends, speed included.
+RIGHT = {
+    9: [
+        Answer(
+            "fused_spec",
+            spec(
+                '{"i": {"fuse_consumer": True}, "j": {}, "k": {}, "i#2": {"unroll": True},'
+                ' "j#32": {"vectorize": True}}'
+            ),
+            "fused_spec",
+        ),
+    ],
+    10: [
+        Answer(
+            "gemm_vectorize",
+            body(
+                *ROWS_64[:3],
+                'sch.interchange(["i", "j", "k", "k1", "i1", "j1"])',
+                'sch.vectorize(["j1"])',
+            ),
+            "gemm_vectorize",
+        ),
+        Answer("gemm_permute", body(*ROWS_64), "gemm_permute"),
+        Answer("gemm_pack", body(*ROWS_64, 'sch.pack_at("j", 1)'), "gemm_pack"),
+        Answer(
+            "gemm_write_cache",
+            body(*ROWS_64, 'sch.pack_at("j", 1)', 'sch.buffer_at("j")', 'sch.unroll({"k1": 4})'),
+            "gemm_write_cache",
+        ),
+        Answer(
+            "gemm_parallel",
+            body(
+                *ROWS_64,
+                'sch.pack_at("j", 1)',
+                'sch.buffer_at("j")',
+                'sch.unroll({"k1": 4})',
+                'sch.parallelize(["i"])',
+            ),
+            "gemm_parallel",
+        ),
+    ],
+    11: [
+        # XTC's own smallest-input convention for a strided layer: the last row unread.
+        Answer(
+            "conv_layer_graph",
+            layer_graph(
+                'sh * (d["h"] - 1) + d["r"] - 2 * pad', 'sw * (d["w"] - 1) + d["s"] - 2 * pad'
+            ),
+            "conv_layer_graph",
+        ),
+        Answer(
+            "conv_strategy",
+            "    from xtc.search.strategies import Strategy_PPRPRPv\n"
+            "    from xtc.utils.cpu import cpu_info\n"
+            '    lanes = cpu_info()["vsize"]["float32"]\n'
+            "    return Strategy_PPRPRPv(graph, vec_size=lanes, max_unroll=64, threads=1)\n",
+            "conv_strategy",
+        ),
+        # An h x f tile: each unrolled step reads its own row of the image.
+        Answer(
+            "schedule_conv",
+            body(
+                'sch.strip_mine("h", {"h1": 4})',
+                'sch.strip_mine("f", {"f1": 16})',
+                'sch.interchange(["b", "h", "w", "f", "r", "s", "c", "h1", "f1"])',
+                'sch.unroll({"h1": 4})',
+                'sch.vectorize(["f1"])',
+            ),
+            "schedule_conv and not parallel",
+        ),
+        Answer(
+            "schedule_conv_parallel",
+            body(*CONV, 'sch.parallelize(["h"])'),
+            "schedule_conv_parallel",
+        ),
+    ],
+}
+
+ROUNDS = [(kata, n) for kata, rounds in WRONG.items() for n in range(len(rounds))]
+
+
+@pytest.mark.parametrize(("kata", "round_"), ROUNDS, ids=[f"{k:02d}-round{n}" for k, n in ROUNDS])
+def test_wrong_answers_fail_for_the_right_reason(tmp_path, kata, round_):
+    answers = WRONG[kata][round_]
+    code, out = judge(tmp_path, kata, answers, "-m", "not perf")
+    assert code == 1, out
+    failed = failed_tests(out)
+    for answer in answers:
+        assert any(answer.function in name for name in failed), (answer.function, out)
+        for words in answer.expected:
+            assert words in out, (answer.function, words, out)
+
+
+@pytest.mark.parametrize("kata", sorted(RIGHT), ids=[f"{k:02d}" for k in sorted(RIGHT)])
+def test_right_answers_that_differ_from_the_reference_pass(tmp_path, kata):
+    code, out = judge(tmp_path, kata, RIGHT[kata])
+    assert code == 0, out
+    assert "passed" in out and not failed_tests(out), out

@@ -1,0 +1,38 @@
+"""The status a kata shows comes from its results against the current stub (progress.py)."""
+
+from xtc_katas.kata import progress
+from xtc_katas.kata.manifest import find
+from xtc_katas.kata.progress import TestResult, kata_status
+
+KATA = find(4)
+
+
+def result(task: str, outcome: str = "passed", backend: str = "mlir") -> TestResult:
+    return TestResult(KATA.id, (task,), backend, outcome, progress.module_hash(KATA))
+
+
+def results(*items: TestResult) -> progress.Results:
+    return {f"id{n}": r for n, r in enumerate(items)}
+
+
+def test_a_partial_run_is_not_passing():
+    # `pytest katas/04_scheduling -k split` on a changed stub once showed the kata
+    # "passing", unlocking `solution` and moving `watch` on (AMD EPYC family 25).
+    status = kata_status(KATA, results(result("schedule_split")))
+    assert status.state == "partly run" and status.tasks_passed == 1
+
+
+def test_every_task_passed_is_passing():
+    status = kata_status(KATA, results(*(result(t.function) for t in KATA.tasks)))
+    assert status.state == "passing" and status.tasks_passed == len(KATA.tasks)
+
+
+def test_one_failure_is_failing_and_is_shown_first():
+    items = [result(t.function) for t in KATA.tasks] + [result("schedule_split", "failed", "tvm")]
+    status = kata_status(KATA, results(*items))
+    assert status.state == "failing" and status.first_failure.tasks == ("schedule_split",)
+
+
+def test_results_of_an_older_stub_do_not_count():
+    stale = TestResult(KATA.id, ("schedule_split",), "mlir", "passed", "0" * 16)
+    assert kata_status(KATA, results(stale)).state == "not run"
