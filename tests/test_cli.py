@@ -71,11 +71,18 @@ def test_a_solved_kata_passes_and_unlocks_its_solution_an_unsolved_one_does_not(
     assert code == 0 and "warning:" in out and "def matmul_graph" in out
 
 
-def test_hints_come_one_at_a_time_in_order(repo):
-    hints = find(2).hints()
-    for n, hint in enumerate(hints[:3], 1):
-        code, out = cli(repo, "hint", "2")
-        assert code == 0 and f"hint {n}/{len(hints)}: {hint}" in out
+def test_hints_come_one_at_a_time_in_order_per_function(repo):
+    # A newcomer needed nine calls to reach kata 03's ninth hint, about its third
+    # function: hints now run in order within each function.
+    kata = find(3)
+    first, third = kata.tasks[0], kata.tasks[2]
+    for n, hint in enumerate(first.hints[:2], 1):
+        code, out = cli(repo, "hint", "3")  # no result yet: the first function
+        assert code == 0 and f"{first.function} hint {n}/{len(first.hints)}: {hint}" in out
+    code, out = cli(repo, "hint", "3", third.function)
+    assert code == 0 and f"{third.function} hint 1/{len(third.hints)}: {third.hints[0]}" in out
+    code, out = cli(repo, "hint", "3", "no_such_function")
+    assert code != 0 and "has no function 'no_such_function'" in out
 
 
 def test_reset_restores_the_stub_and_keeps_a_named_backup(repo):

@@ -94,12 +94,14 @@ def test_the_probe_reads_a_positive_rate_with_its_chains_intact(native):
 
 def test_the_probes_time_grows_with_its_work_so_nothing_was_folded(native):
     # A compiler that folded the chains would run 4x the iterations in the same time.
+    import ctypes
+
     from xtc_katas.measure import fma_probe
 
     probe = fma_probe.compile_probe()
     bits = max(probe.widths)
     function = getattr(probe.library, f"fma_probe_{bits}")
-    out = (fma_probe.ctypes.c_float * (fma_probe.VECTORS[bits][-1] * fma_probe.CHAINS[bits]))()
+    out = (ctypes.c_float * (fma_probe.VECTORS[bits][-1] * fma_probe.CHAINS[bits]))()
 
     def best(iterations: int) -> float:
         return min(function(iterations, 0.5, 0.5, out) for _ in range(30))

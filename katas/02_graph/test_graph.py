@@ -25,9 +25,18 @@ def check_inputs(graph, I, J, K, dtype):  # noqa: E741
     )
     shapes = [tuple(t.shape) for t in graph.inputs_types]
     assert shapes == [(I, K), (K, J)], f"input shapes {shapes}, expected A (I, K) then B (K, J)"
-    assert [t.dtype for t in graph.inputs_types] == [dtype, dtype]
-    assert [tuple(t.shape) for t in graph.outputs_types] == [(I, J)]
-    assert [t.dtype for t in graph.outputs_types] == [dtype]
+    assert [t.dtype for t in graph.inputs_types] == [dtype, dtype], (
+        f"input dtypes {[t.dtype for t in graph.inputs_types]}, expected {dtype}: pass dtype "
+        "to O.tensor"
+    )
+    outputs = [tuple(t.shape) for t in graph.outputs_types]
+    assert len(outputs) == 1, (
+        f"the graph has {len(outputs)} outputs, of shapes {outputs}, expected one of shape "
+        f"{(I, J)}: a node's result that no other node reads becomes an output. Feed each "
+        "node the result of the one before it: C = O.matmul(a, b, ...), then O.relu(C, ...)"
+    )
+    assert outputs == [(I, J)], f"the output has shape {outputs[0]}, expected C's {(I, J)}"
+    assert [t.dtype for t in graph.outputs_types] == [dtype], f"the output is not {dtype}"
 
 
 def forward(graph, inputs):

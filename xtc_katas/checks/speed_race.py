@@ -179,7 +179,7 @@ class SpeedCheck:
             cap,
             f"{self.kata.id} › {function}()",
             f"{BASELINES[task.baseline if task else 'naive']} on {self.backend} ({problem.label})",
-            advice or f"{hint} (all hints: xtc-katas hint {self.kata.number})",
+            advice or f"{hint} (more hints: xtc-katas hint {self.kata.number} {function})",
             f"% of peak: yours {percent('learner'):.1f}%, the reference "
             f"{percent('reference'):.1f}% ({threads} core{'s' if threads > 1 else ''})",
             why,

@@ -21,7 +21,7 @@ from types import ModuleType
 
 from xtc_katas import ROOT
 from xtc_katas.kata import progress, stubs
-from xtc_katas.kata.manifest import Kata, find, katas
+from xtc_katas.kata.manifest import Kata, Task, find, katas
 from xtc_katas.kata.progress import KataStatus, kata_status
 from xtc_katas.measure.backends import BACKENDS
 
@@ -92,7 +92,9 @@ def render_next_step(statuses: list[KataStatus]) -> str:
     if failure:
         lines.append(f"  first failure: {failure.message or 'see pytest output'}")
     task = next((t for t in kata.tasks if failure and t.function in failure.tasks), kata.tasks[0])
-    lines.append(f"  hint: {task.hints[0]}")
+    _, hint = next_hint(kata, task)
+    lines.append(f"  hint ({task.function}): {hint}")
+    lines.append(f"  more: xtc-katas hint {kata.number} {task.function}")
     lines.append(f"  run:  xtc-katas run {kata.number}    (or: pytest katas/{kata.id})")
     return "\n".join(lines)
 
@@ -119,24 +121,60 @@ def _current_kata() -> Kata:
     return next((k for k in katas() if kata_status(k, results).state != "passing"), katas()[-1])
 
 
-def cmd_hint(args: argparse.Namespace) -> int:
-    kata = find(args.kata) if args.kata else _current_kata()
-    hints = kata.hints()
+def _hint_state() -> dict[str, int]:
     try:
         state = json.loads(HINT_STATE.read_text())
     except (OSError, ValueError):
-        state = {}
-    shown = state.get(kata.id, 0)
-    index = shown % len(hints)
-    print(f"{kata.id} hint {index + 1}/{len(hints)}: {hints[index]}")
-    if index + 1 == len(hints):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _hint_task(kata: Kata, function: str | None) -> Task:
+    """The task `function` names, else the one the learner is stuck on: the first
+    failing one, else the first not passed yet, else the first."""
+    if function:
+        task = kata.task(function)
+        if task is None:
+            names = ", ".join(t.function for t in kata.tasks)
+            raise SystemExit(f"xtc-katas: {kata.id} has no function {function!r}; it has {names}")
+        return task
+    status = kata_status(kata, progress.read())
+    failing = status.first_failure.tasks if status.first_failure else ()
+    results = progress.kata_results(kata, progress.read()).values()
+    passed = {f for r in results if r.passed for f in r.tasks}
+    return (
+        next((t for t in kata.tasks if t.function in failing), None)
+        or next((t for t in kata.tasks if t.function not in passed), None)
+        or kata.tasks[0]
+    )
+
+
+def next_hint(kata: Kata, task: Task, advance: bool = False) -> tuple[int, str]:
+    """(index, text) of the task's next hint; `advance` marks it shown."""
+    state = _hint_state()
+    key = f"{kata.id}:{task.function}"
+    shown = state.get(key, 0)
+    index = shown % len(task.hints)
+    if advance:
+        state[key] = shown + 1
+        HINT_STATE.parent.mkdir(parents=True, exist_ok=True)
+        HINT_STATE.write_text(json.dumps(state))
+    return index, task.hints[index]
+
+
+def cmd_hint(args: argparse.Namespace) -> int:
+    kata = find(args.kata) if args.kata else _current_kata()
+    task = _hint_task(kata, args.function)
+    index, text = next_hint(kata, task, advance=True)
+    print(f"{kata.id} › {task.function} hint {index + 1}/{len(task.hints)}: {text}")
+    if index + 1 == len(task.hints):
+        others = [t.function for t in kata.tasks if t is not task]
         print(
-            "(that was the last hint; the next call starts over. The lesson: "
-            f"katas/{kata.id}/README.md)"
+            "(that was this function's last hint; the next call starts over. The lesson: "
+            f"katas/{kata.id}/README.md"
+            + (f"; other functions: xtc-katas hint {kata.number} {others[0]}" if others else "")
+            + ")"
         )
-    state[kata.id] = shown + 1
-    HINT_STATE.parent.mkdir(parents=True, exist_ok=True)
-    HINT_STATE.write_text(json.dumps(state))
     return 0
 
 
@@ -298,8 +336,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", action="append", choices=BACKENDS)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
     run.set_defaults(func=cmd_run)
-    hint = sub.add_parser("hint", help="the next hint of a kata, one per call")
+    hint = sub.add_parser("hint", help="the next hint of a kata's function, one per call")
     hint.add_argument("kata", nargs="?", help="number, name or id (default: current kata)")
+    hint.add_argument(
+        "function",
+        nargs="?",
+        help="the function the hint is for (default: the first failing one)",
+    )
     hint.set_defaults(func=cmd_hint)
     watch = sub.add_parser(
         "watch", help="re-run the current kata's tests each time you save a file in it"

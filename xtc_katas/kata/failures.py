@@ -126,7 +126,7 @@ def not_implemented(kata: Kata, function: str) -> str:
     return (
         f"{kata.id} › {function}() is not implemented yet.\n"
         f"  hint: {hint}\n"
-        f"  {_where(kata)}   (more hints: xtc-katas hint {kata.number})"
+        f"  {_where(kata)}   (more hints: xtc-katas hint {kata.number} {function})"
     )
 
 

@@ -154,10 +154,6 @@ class Kata:
     def tasks_of_kind(self, *kinds: str) -> list[Task]:
         return [t for t in self.tasks if t.kind in kinds]
 
-    def hints(self) -> list[str]:
-        """All hints in order, task by task: what `xtc-katas hint` walks through."""
-        return [f"{t.function}: {h}" for t in self.tasks for h in t.hints]
-
 
 @cache
 def katas() -> tuple[Kata, ...]:

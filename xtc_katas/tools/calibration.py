@@ -5,8 +5,10 @@ speed_rule.py), N times, with the reference solution in the learner's seat: naiv
 reference, the previous technique's reference; kata 08 against numpy (timing.NumpyRace)
 on 1 and 2 threads. It prints the machine (machine.py), a table of the ranges (the
 reference's speedup, the previous task's, the bar of each run, a correct solution's
-smallest margin over its bar), and for each kata one row of the lesson's per-machine
-table, ready to paste.
+smallest margin over its bar), for each kata one row of the lesson's per-machine
+table, ready to paste, and the steps that did not pay here: where, in the median run, a
+task's reference was not ABOVE_PREVIOUS times faster than the previous step's reference
+(speed_rule.step_note), with the reason the manifest gives.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -25,7 +28,7 @@ from xtc_katas.kata.manifest import Kata, Task, katas
 from xtc_katas.kata.problems import PROBLEMS
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
-from xtc_katas.measure.speed_rule import Race, bar
+from xtc_katas.measure.speed_rule import ABOVE_PREVIOUS, Race, bar
 from xtc_katas.measure.timing import NumpyRace
 from xtc_katas.measure.workdir import Workdir
 
@@ -103,6 +106,26 @@ def machine_rows(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> li
     ]
 
 
+def unpaid_steps(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> list[str]:
+    """One line per (task, backend) whose reference, in the median run, gained less than
+    ABOVE_PREVIOUS over the previous step's reference on this machine."""
+    reasons = {
+        (t.function, b): t.no_gain_reason(b) for _, t in calibrated_tasks() for b in BACKENDS
+    }
+    lines = []
+    for (label, backend), runs in results.items():
+        gains = [r.reference / r.previous for r, _ in runs if r.previous]
+        if not gains or statistics.median(gains) >= ABOVE_PREVIOUS:
+            continue
+        why = reasons.get((label, backend), "")
+        lines.append(
+            f"{label} on {backend}: the reference gained {statistics.median(gains):.2f}x over "
+            f"the previous step's (median of {len(gains)} runs; {_span(gains)})"
+            + (f": {why}" if why else "")
+        )
+    return lines
+
+
 def _span(values: list[float]) -> str:
     return f"{min(values):.3g}–{max(values):.3g}" if values else "-"
 
@@ -138,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(table(results)))
     print("\nthe lessons' per-machine rows (reference, MLIR / TVM):")
     print("\n".join(machine_rows(results)))
+    unpaid = unpaid_steps(results)
+    print(f"\nsteps that did not pay on this machine (< {ABOVE_PREVIOUS:g}x the previous step):")
+    print("\n".join(unpaid) if unpaid else "none")
     return 0
 
 
