@@ -1,41 +1,91 @@
 """Kata 12's race: a learner's optimizer against XTC's RandomOptimizer, at equal budgets.
 
 XTC's search (`xtc.search.explore.Exploration.evaluate_iterative`) builds an optimizer
-with `(sample_fn, batch, seed)`, asks it for a batch (`suggest()`), compiles and
-measures each sample, and tells it each one's fraction of peak (`observe(x, y)`, higher
-is better). Compiling is the cost, so optimizers are compared at an equal number of
-evaluations.
+with `(sample_fn, batch, seed, config_file)`, and then, for each step of `batch` trials,
+evaluates `suggest()[:size]` (size: `batch`, or what is left of the trials) and calls
+`observe(x, y)` with each one's fraction of peak (higher is better). Compiling is the
+cost, so optimizers are compared at an equal number of evaluations.
 
-Most of the race runs on a cost model instead of a compiler: a landscape over the real
-samples of an XTC strategy, deterministic and free to evaluate, so that many seeds fit in
-a second and the verdict never depends on the machine's noise. Its shape is the one
-tile-size searches have: performance falls off as tile sizes move away (in log scale)
-from a best configuration, hidden at a different place for each seed.
+The race runs on a cost model instead of a compiler: a landscape over the real samples of
+an XTC strategy, free to evaluate, so that many seeds fit in a few seconds and the verdict
+never depends on the machine's noise. Its shape is the one tile-size searches have:
+performance falls off as tile sizes move away (in octaves) from a best configuration.
+
+Three things keep the verdict honest:
+
+- The best configuration of each landscape comes from a secret drawn at run time, in
+  the pytest process, after the learner's optimizers were forked into child processes.
+  Nothing the learner's code can reach (its arguments, this module, its own memory, the
+  caller's frames) holds it: it only ever sees the values `observe()` gives it.
+- Learning is tested directly. Each seed runs twice, in two children forked alike, fed
+  two independent landscapes; each run is then scored on the landscape the other run was
+  fed (the placebo). A search whose suggestions do not depend on what it observed makes
+  the same suggestions in both runs (a tie, never a win) or, with its own randomness,
+  two exchangeable runs (a win at most half the time): whatever its design, it wins at
+  most half the seeds on average.
+- The verdict is a sign test: WINS of the SEEDS against RandomOptimizer and WINS against
+  the placebo, where WINS is the smallest count a fair coin reaches with probability
+  below 1/1000 (`binomial_tail`; tests/test_optimizer_race.py measures both rates).
 """
 
 from __future__ import annotations
 
+import faulthandler
+import hashlib
 import math
+import multiprocessing
+import random
+import secrets
 import statistics
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
+
+from xtc_katas.kata.failures import KataFailure
 
 #: The space searched: XTC's Strategy_PPRPRPvr on the tutorial's strategy problem, with a
 #: fixed vector width, so that the space is the same on every machine.
 VEC_SIZE = 16
-SEEDS = tuple(range(21))
-#: Seeds the learner's optimizer must win (a strictly better best than RandomOptimizer's
-#: with the same seed and budget). Measured: RandomOptimizer with 15 other seed offsets
-#: won 4 to 8 seeds of 11 against itself, so 2/3 of the seeds is out of reach of a search
-#: that does not learn; the reference wins 20 of 21 (tests/test_optimizer_race.py).
-WINS = 2 / 3
 BUDGET = 40
-BATCH = 4
+#: XTC's default batch is 1 (ExplorationConfig), the tutorial's 4; seed s searches in
+#: batches of BATCHES[s % 6], and 40 trials in batches of 3 or 6 end on a partial batch.
+BATCHES = (1, 2, 3, 4, 6, 8)
+SEEDS = tuple(range(60))
+#: The chance a search that does not learn may have to pass.
+SIGNIFICANCE = 1e-3
+#: Each landscape's bump is this wide (octaves, one standard deviation per tile size).
+WIDTH = 1.5
+#: Each sample's value is scaled by a factor in (1 - ROUGHNESS, 1], fixed per sample and
+#: landscape: real timings are not a smooth function of tile sizes either, and on a
+#: smooth bump two searches often end on different samples of exactly the same value.
+ROUGHNESS = 0.05
+#: The learner's optimizers have this long for the whole race (2 x 60 searches).
+TIME_LIMIT_S = 300.0
 
 Sample = list[int]
 SampleFn = Callable[[int, int], Iterator[Sample]]
+Evaluate = Callable[[list[Sample]], list[float]]
+
+
+def binomial_tail(n: int, k: int) -> float:
+    """P(a fair coin shows at least k heads in n throws)."""
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n
+
+
+def wins_needed(seeds: int) -> int:
+    """The fewest wins of `seeds` that a fair coin reaches with probability < SIGNIFICANCE."""
+    return next(k for k in range(seeds + 1) if binomial_tail(seeds, k) < SIGNIFICANCE)
+
+
+#: 43 of 60: a fair coin shows 43 heads or more with probability 5.3e-4 (42: 1.3e-3).
+WINS = wins_needed(len(SEEDS))
+
+
+def batch_of(seed: int) -> int:
+    return BATCHES[seed % len(BATCHES)]
 
 
 @cache
@@ -48,9 +98,30 @@ def strategy() -> Any:
     return Strategy_PPRPRPvr(STRATEGY.graph(), vec_size=VEC_SIZE, max_unroll=256, threads=1)
 
 
-def sample_fn(num: int, seed: int) -> Iterator[Sample]:
-    """`num` valid samples drawn with `seed`: what XTC hands an optimizer."""
-    return (list(sample) for sample in strategy().sample(num, seed))
+@cache
+def space() -> tuple[tuple[int, ...], ...]:
+    """Every sample of the strategy (XTC's `exhaustive()`: 11088 of them, ~1 s to list)."""
+    return tuple(tuple(int(v) for v in sample) for sample in strategy().exhaustive())
+
+
+@cache
+def space_set() -> frozenset[tuple[int, ...]]:
+    return frozenset(space())
+
+
+def sample_fn(num: int, seed: int | None) -> Iterator[Sample]:
+    """`num` distinct samples drawn with `seed`: what XTC hands an optimizer.
+
+    The same distribution as the strategy's own `sample(num, seed)`: XTC draws each
+    independent choice uniformly and rejects invalid combinations, which is uniform over
+    `exhaustive()`, without repeats in a call (tests/test_optimizer_race.py compares the
+    two). Drawn from the listed space, a sample costs a microsecond instead of XTC's
+    0.1 ms, so that an optimizer may draw thousands per step and the race stays fast.
+    """
+    if num <= 0 or (seed is not None and seed < 0):  # XTC asserts both
+        raise ValueError(f"sample_fn({num}, {seed}): num must be > 0 and seed >= 0")
+    drawn = random.Random(seed).sample(space(), min(num, len(space())))
+    return iter([list(sample) for sample in drawn])
 
 
 @dataclass(frozen=True)
@@ -58,29 +129,42 @@ class CostModel:
     """1.0 at `best`; each tile size's distance from best's, in octaves, costs alike."""
 
     best: tuple[int, ...]
-    width: float = 1.5
+    salt: int = 0
+    width: float = WIDTH
+    roughness: float = ROUGHNESS
 
-    def __call__(self, sample: Sample) -> float:
+    def __call__(self, sample: Sequence[int]) -> float:
         if len(sample) != len(self.best):
             raise ValueError(f"a sample of {len(sample)} values, the space has {len(self.best)}")
         octaves = sum(
             (math.log2(max(x, 1)) - math.log2(max(b, 1))) ** 2
             for x, b in zip(sample, self.best, strict=True)
         )
-        return math.exp(-octaves / (2 * self.width**2))
+        return math.exp(-octaves / (2 * self.width**2)) * (1 - self.roughness * self._bump(sample))
+
+    def _bump(self, sample: Sequence[int]) -> float:
+        digest = hashlib.blake2b(repr((self.salt, tuple(sample))).encode(), digest_size=8)
+        return int.from_bytes(digest.digest(), "little") / 2**64
 
 
-def cost_model(seed: int) -> CostModel:
-    """The landscape of one seed: its best configuration is a sample of another seed."""
-    return CostModel(tuple(next(sample_fn(1, 10_000 + seed))))
+def landscape(secret: int, seed: int, side: int) -> CostModel:
+    """One of the two landscapes (side 0 or 1) of `seed`: a best drawn with the secret."""
+    rng = random.Random(f"{secret}:{seed}:{side}")
+    return CostModel(best=rng.choice(space()), salt=rng.getrandbits(64))
+
+
+def real_side(secret: int, seed: int) -> int:
+    """Which of a seed's two runs the verdict scores, the other being its placebo: drawn
+    with the secret, so that neither child knows which of the two it is."""
+    return random.Random(f"{secret}:{seed}:real").randrange(2)
 
 
 @dataclass
 class Run:
-    """One search: each evaluation's value, in order, and what was asked of the optimizer."""
+    """One search: each evaluated sample and its value, in order."""
 
-    values: list[float]
-    samples: list[Sample]
+    samples: list[Sample] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
 
     @property
     def best(self) -> float:
@@ -93,20 +177,19 @@ class Run:
             curve.append(best)
         return curve
 
+    def scored_on(self, model: CostModel) -> Run:
+        return Run([list(x) for x in self.samples], [model(x) for x in self.samples])
 
-def drive(optimizer: Any, evaluate: Callable[[Sample], float], budget: int) -> Run:
-    """XTC's loop (evaluate_iterative), on `evaluate` instead of a compiler."""
-    run = Run([], [])
-    while len(run.values) < budget:
-        batch = [list(x) for x in optimizer.suggest()][: budget - len(run.values)]
-        if not batch:
-            raise ValueError("suggest() returned an empty batch before the budget was spent")
-        values = [evaluate(x) for x in batch]
-        optimizer.observe(batch, values)
-        run.samples += batch
-        run.values += values
+
+def drive(optimizer: Any, evaluate: Evaluate, budget: int, batch: int) -> None:
+    """XTC's loop (`Exploration.evaluate_iterative`), with `evaluate` for compile+measure:
+    a short batch is not made up for, a long one is cut, and only what was evaluated is
+    observed."""
+    for step in range(0, budget, batch):
+        size = min(batch, budget - step)
+        in_x = optimizer.suggest()[:size]
+        optimizer.observe(in_x, evaluate(in_x))
     optimizer.finished()
-    return run
 
 
 def random_optimizer(samples: SampleFn, batch: int, seed: int) -> Any:
@@ -115,11 +198,138 @@ def random_optimizer(samples: SampleFn, batch: int, seed: int) -> Any:
     return RandomOptimizer(samples, batch, seed)
 
 
+class Oracle:
+    """The pytest process's side of a race: scores a learner's suggestions on landscapes
+    the learner cannot see, and keeps what was evaluated (never what the learner says)."""
+
+    def __init__(self, models: dict[int, CostModel], budget: int) -> None:
+        self.models, self.budget = models, budget
+        self.runs = {seed: Run() for seed in models}
+
+    def __call__(self, seed: int, samples: list[Sample]) -> list[float]:
+        run = self.runs[seed]
+        if len(run.samples) + len(samples) > self.budget:
+            raise KataFailure(
+                f"12_optimizer › make_optimizer(): more than {self.budget} evaluations for "
+                f"seed {seed}: the harness asked for {self.budget}"
+            )
+        for sample in samples:
+            if tuple(sample) not in space_set():
+                raise KataFailure(
+                    f"12_optimizer › make_optimizer(): suggest() gave {sample}, which is not "
+                    "a sample of the strategy (sample_fn never draws it; XTC would reject "
+                    "it or compile a schedule the strategy does not mean): suggest only "
+                    "samples drawn with sample_fn"
+                )
+        values = [self.models[seed](sample) for sample in samples]
+        run.samples += samples
+        run.values += values
+        return values
+
+
+def plain(samples: Any) -> list[Sample]:
+    """A batch as lists of ints, whatever sequence types the optimizer used."""
+    return [[int(v) for v in sample] for sample in samples]
+
+
+def run_learner(
+    make_optimizer: Callable[[SampleFn, int, int], Any],
+    ask: Callable[[int, list[Sample]], list[float]],
+    seeds: Sequence[int],
+    budget: int,
+) -> None:
+    """Every seed's search, each sample scored by `ask(seed, samples)`."""
+    for seed in seeds:
+        batch = batch_of(seed)
+
+        def evaluate(in_x: list[Sample], seed: int = seed) -> list[float]:
+            return ask(seed, plain(in_x)) if len(in_x) else []
+
+        drive(make_optimizer(sample_fn, batch, seed), evaluate, budget, batch)
+
+
+def _learner_child(
+    connection: Any,
+    make_optimizer: Callable[[SampleFn, int, int], Any],
+    seeds: Sequence[int],
+    budget: int,
+) -> None:
+    """The child's side: run the searches, asking the parent for every batch's values."""
+    faulthandler.disable()  # the parent reports a crash in one line (isolation.py)
+
+    def ask(seed: int, samples: list[Sample]) -> list[float]:
+        connection.send(("evaluate", (seed, samples)))
+        return connection.recv()
+
+    try:
+        run_learner(make_optimizer, ask, seeds, budget)
+        connection.send(("done", None))
+    except BaseException as exc:  # sent back whole, raised again in the parent
+        exc.add_note("".join(traceback.format_exception(exc)).rstrip())
+        try:
+            connection.send(("error", exc))
+        except Exception:  # an exception that does not pickle: send its text
+            connection.send(("error", RuntimeError("".join(traceback.format_exception(exc)))))
+    finally:
+        connection.close()
+
+
+class LearnerProcess:
+    """The learner's searches in a forked child, which asks the parent for each value.
+
+    Forked before the race's secret exists: the child holds no trace of the landscapes.
+    """
+
+    def __init__(
+        self, make_optimizer: Callable[[SampleFn, int, int], Any], seeds: Sequence[int], budget: int
+    ) -> None:
+        context = multiprocessing.get_context("fork")
+        self.connection, child = context.Pipe(duplex=True)
+        self.process = context.Process(
+            target=_learner_child, args=(child, make_optimizer, seeds, budget), daemon=True
+        )
+        self.process.start()
+        child.close()
+
+    def serve(self, oracle: Oracle, deadline: float) -> None:
+        """Answer the child's requests with `oracle` until its searches are done."""
+        while True:
+            if not self.connection.poll(max(0.0, deadline - time.monotonic())):
+                raise KataFailure(
+                    f"12_optimizer › make_optimizer(): the race's {2 * len(oracle.runs)} "
+                    f"searches of {oracle.budget} samples took more than {TIME_LIMIT_S:g} s "
+                    "and were stopped. Make suggest() cheaper: drawing a few hundred samples "
+                    "per call is cheap, refitting a model on every call may not be."
+                )
+            try:
+                kind, payload = self.connection.recv()
+            except EOFError:
+                self.process.join()
+                raise KataFailure(
+                    "12_optimizer › make_optimizer(): the process running your optimizer "
+                    f"died (exit code {self.process.exitcode}) during the race"
+                ) from None
+            if kind == "evaluate":
+                self.connection.send(oracle(*payload))
+            elif kind == "error":
+                raise payload
+            else:
+                return
+
+    def close(self) -> None:
+        self.connection.close()
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+
+
 @dataclass
 class OptimizerRace:
-    """Per seed, the best value the learner's optimizer and RandomOptimizer found."""
+    """Per seed, the learner's run, its placebo (the other run, scored on this run's
+    landscape) and RandomOptimizer's run on the same landscape, at the same batch."""
 
     learner: dict[int, Run]
+    placebo: dict[int, Run]
     random: dict[int, Run]
 
     @property
@@ -127,38 +337,147 @@ class OptimizerRace:
         return statistics.median(run.best for run in self.learner.values())
 
     @property
+    def placebo_median(self) -> float:
+        return statistics.median(run.best for run in self.placebo.values())
+
+    @property
     def random_median(self) -> float:
         return statistics.median(run.best for run in self.random.values())
 
+    def _wins(self, other: dict[int, Run]) -> int:
+        return sum(self.learner[s].best > other[s].best for s in self.learner)
+
     @property
     def wins(self) -> int:
-        return sum(self.learner[s].best > self.random[s].best for s in self.learner)
+        """Seeds on which the learner found a strictly better best than RandomOptimizer."""
+        return self._wins(self.random)
+
+    @property
+    def placebo_wins(self) -> int:
+        """Seeds on which the learner's best beat its placebo's on the landscape it saw."""
+        return self._wins(self.placebo)
+
+    @property
+    def needed(self) -> int:
+        """WINS for the 60 seeds of the kata's race; as strict for another number."""
+        return wins_needed(len(self.learner))
 
     @property
     def beats_random(self) -> bool:
-        """A higher median best, and a better best on WINS of the seeds."""
-        enough = self.wins >= WINS * len(self.learner)
-        return self.learner_median > self.random_median and enough
+        return self.wins >= self.needed
+
+    @property
+    def learns(self) -> bool:
+        return self.placebo_wins >= self.needed
+
+    @property
+    def passes(self) -> bool:
+        return self.beats_random and self.learns
+
+    def verdict(self) -> str | None:
+        """None if the optimizer passes, else the failure message (kata, function, fix)."""
+        if self.passes:
+            return None
+        seeds = len(self.learner)
+        batches = ", ".join(str(b) for b in BATCHES[:-1]) + f" and {BATCHES[-1]}"
+        if not self.learns:
+            advice = (
+                "your suggestions hardly depend on what observe() told you. Keep the best "
+                "sample observed so far and suggest samples near it (draw many with "
+                "sample_fn, they are free, and keep the nearest, in octaves)"
+            )
+        else:
+            advice = (
+                "your optimizer learns, but not enough to beat random sampling at this "
+                "budget: spend fewer samples at random, and search nearer the best one"
+            )
+        return (
+            f"12_optimizer › make_optimizer(): over {seeds} seeds (budget {BUDGET}, batches "
+            f"of {batches}), your optimizer found a better best than RandomOptimizer on "
+            f"{self.wins} seeds and a better best than itself fed another landscape's values "
+            f"(its placebo) on {self.placebo_wins} seeds; it must win at least "
+            f"{self.needed} of {seeds} of each, which a search that does not learn reaches "
+            f"with probability below {SIGNIFICANCE:g}. Median best: yours "
+            f"{self.learner_median:.3f}, RandomOptimizer's {self.random_median:.3f}, your "
+            f"placebo's {self.placebo_median:.3f}.\n  next: {advice}"
+        )
 
 
 def race(
     make_optimizer: Callable[[SampleFn, int, int], Any],
-    seeds: tuple[int, ...] = SEEDS,
+    seeds: Sequence[int] = SEEDS,
     budget: int = BUDGET,
-    batch: int = BATCH,
+    secret: int | None = None,
+    isolated: bool = True,
 ) -> OptimizerRace:
-    learner, random = {}, {}
+    """Race `make_optimizer` against RandomOptimizer on landscapes drawn from a new secret.
+
+    `isolated=False` runs the learner in this process, where it could find the
+    landscapes: only for trusted optimizers (the harness's simulations, which need speed).
+    """
+    space()  # listed once, before any fork
+    children = []
+    try:
+        if isolated:  # forked before the secret exists
+            children = [LearnerProcess(make_optimizer, seeds, budget) for _ in range(2)]
+        secret = secrets.randbits(128) if secret is None else secret
+        oracles = [
+            Oracle({seed: landscape(secret, seed, side) for seed in seeds}, budget)
+            for side in (0, 1)
+        ]
+        deadline = time.monotonic() + TIME_LIMIT_S
+        for n, oracle in enumerate(oracles):
+            if isolated:
+                children[n].serve(oracle, deadline)
+            else:
+                run_learner(make_optimizer, oracle, seeds, budget)
+    finally:
+        for child in children:
+            child.close()
+    return _score(oracles, seeds, budget, secret)
+
+
+def _score(oracles: list[Oracle], seeds: Sequence[int], budget: int, secret: int) -> OptimizerRace:
+    result = OptimizerRace({}, {}, {})
     for seed in seeds:
-        model = cost_model(seed)
-        learner[seed] = drive(make_optimizer(sample_fn, batch, seed), model, budget)
-        random[seed] = drive(random_optimizer(sample_fn, batch, seed), model, budget)
-    return OptimizerRace(learner, random)
+        side = real_side(secret, seed)
+        model = oracles[side].models[seed]
+        result.learner[seed] = oracles[side].runs[seed]
+        result.placebo[seed] = oracles[1 - side].runs[seed].scored_on(model)
+        scored = Oracle({seed: model}, budget)
+        batch = batch_of(seed)
+        drive(
+            random_optimizer(sample_fn, batch, seed),
+            lambda in_x, seed=seed, scored=scored: scored(seed, plain(in_x)),
+            budget,
+            batch,
+        )
+        result.random[seed] = scored.runs[seed]
+    return result
 
 
-#: The real run: XTC's exploration driver, with the learner's optimizer registered.
+# --- the real run: XTC's exploration driver, with the learner's optimizer registered -----
+
 EXPLORE_STRATEGY = "tile_pprprp_vr"  # Strategy_PPRPRPvr, the space the cost model uses
 EXPLORE_TRIALS = 8
+#: 8 trials in batches of 3: XTC asks for 3, 3, then 3 of which it evaluates 2.
+EXPLORE_BATCH = 3
+EXPLORE_SEED = 0
 REGISTERED_AS = "xtc-katas-learner"
+
+
+@dataclass
+class ExplorationRecord:
+    """What XTC's `Exploration` did with the learner's optimizer, as recorded in the child:
+    how it built it, every call it made, and its results `(sample, status, seconds)`."""
+
+    built_with: tuple[str, int, int]  # (the sample function's owner class, batch, seed)
+    calls: list[tuple[str, Any]]
+    results: list[tuple[Sample, int, float]]
+
+    @property
+    def measured(self) -> list[tuple[Sample, float]]:
+        return [(x, seconds) for x, status, seconds in self.results if status == 0]
 
 
 def explore_for_real(
@@ -166,10 +485,10 @@ def explore_for_real(
     backend: str,
     directory: str,
     peak_flops: float,
-) -> list[tuple[Sample, float]]:
-    """(sample, seconds) of every schedule XTC's `Exploration` compiled and measured with
-    the learner's optimizer choosing: the search kata 07 did by hand, driven by XTC. In a
-    forked child (isolation.py): a crashing kernel fails the test, not the run."""
+) -> ExplorationRecord:
+    """XTC's `Exploration` (search="iterative") with the learner's optimizer registered in
+    XTC's registry: the search kata 07 did by hand, driven by XTC. In a forked child
+    (isolation.py): a crashing kernel fails the test, not the run."""
     from xtc_katas.measure.isolation import run_isolated
 
     return run_isolated(
@@ -183,12 +502,32 @@ def explore_for_real(
     )
 
 
+class _Recording:
+    """The learner's optimizer, with every call XTC makes to it written down."""
+
+    def __init__(self, inner: Any, calls: list[tuple[str, Any]]) -> None:
+        self.inner, self.calls = inner, calls
+
+    def suggest(self) -> Any:
+        batch = self.inner.suggest()
+        self.calls.append(("suggest", plain(batch)))
+        return batch
+
+    def observe(self, x: Any, y: Any) -> None:
+        self.calls.append(("observe", (plain(x), [float(v) for v in y])))
+        self.inner.observe(x, y)
+
+    def finished(self) -> None:
+        self.calls.append(("finished", None))
+        self.inner.finished()
+
+
 def _explore(
     make_optimizer: Callable[[SampleFn, int, int], Any],
     backend: str,
     directory: str,
     peak_flops: float,
-) -> list[tuple[Sample, float]]:
+) -> ExplorationRecord:
     import importlib
     import os
 
@@ -197,11 +536,16 @@ def _explore(
 
     from xtc_katas.measure.backends import KataBackend
 
+    calls: list[tuple[str, Any]] = []
+    built: list[tuple[str, int, int]] = []
+
     class Registered(BaseOptimizerPreset):
         """What XTC's registry expects: a class built with (sample_fn, batch, seed, file)."""
 
         def __new__(cls, sample_fn: SampleFn, batch: int, seed: int, config_file: str = ""):
-            return make_optimizer(sample_fn, batch, seed)
+            owner = type(getattr(sample_fn, "__self__", sample_fn)).__name__
+            built.append((owner, batch, seed))
+            return _Recording(make_optimizer(sample_fn, batch, seed), calls)
 
     Optimizers._map[REGISTERED_AS] = Registered
     # XTC's driver imports xtc.backends.<name>.Backend itself: hand it the harness's class,
@@ -216,30 +560,66 @@ def _explore(
         search="iterative",
         optimizer=REGISTERED_AS,
         trials=EXPLORE_TRIALS,
-        batch=BATCH,
+        batch=EXPLORE_BATCH,
         backends=[backend],
         jobs=1,
         threads=1,
-        seed=0,
+        seed=EXPLORE_SEED,
         peak_flops=peak_flops,
         output=os.path.join(directory, "results.csv"),
         explore_dir=directory,
         quiet=True,
     )
     results = Exploration(config).run()
-    return [(list(sample), float(seconds)) for sample, status, seconds, _ in results if status == 0]
+    return ExplorationRecord(
+        built[0] if built else ("", 0, 0),
+        calls,
+        [(plain([x])[0], int(status), float(seconds)) for x, status, seconds, _ in results],
+    )
 
 
-#: How much slower than XTC reported it, the best schedule may run when timed again side
-#: by side: XTC's figure is a mean over 100 ms of calls, ours a minimum, so ours is the
-#: smaller one unless the reported figure was not what the schedule does.
-HONEST = 1.5
+def exploration_mistakes(found: ExplorationRecord) -> list[str]:
+    """What XTC's exploration did not do with the learner's optimizer, as it should have:
+    build it with the strategy's sampler, ask a batch per step, measure every sample it
+    was given, tell it each one's value, and say it is finished."""
+    mistakes = []
+    owner, batch, seed = found.built_with
+    if (owner, batch, seed) != ("Strategy_PPRPRPvr", EXPLORE_BATCH, EXPLORE_SEED):
+        mistakes.append(
+            f"XTC built the optimizer with {(owner, batch, seed)}, expected the strategy's "
+            f"sample method, batch {EXPLORE_BATCH}, seed {EXPLORE_SEED}"
+        )
+    suggested = [x for kind, x in found.calls if kind == "suggest"]
+    observed = [x for kind, x in found.calls if kind == "observe"]
+    steps = math.ceil(EXPLORE_TRIALS / EXPLORE_BATCH)
+    short = [len(x) for x in suggested if len(x) < EXPLORE_BATCH]
+    if short:
+        mistakes.append(
+            f"suggest() gave batches of {short} samples for a batch of {EXPLORE_BATCH}: XTC "
+            "evaluates what it is given and does not ask again, so the budget is lost"
+        )
+    if len(suggested) != steps or len(observed) != steps:
+        mistakes.append(
+            f"XTC called suggest() {len(suggested)} times and observe() {len(observed)} "
+            f"times for {EXPLORE_TRIALS} trials in batches of {EXPLORE_BATCH} ({steps} each)"
+        )
+    evaluated = [x for xs, _ in observed for x in xs]
+    if [x for x, _, _ in found.results] != evaluated:
+        mistakes.append("XTC's results are not the samples it told the optimizer about")
+    failed = [(x, status) for x, status, _ in found.results if status != 0]
+    if failed:
+        mistakes.append(f"XTC could not compile or run {failed} (sample, error code)")
+    if [kind for kind, _ in found.calls][-1:] != ["finished"]:
+        mistakes.append("XTC never called finished(): its search did not end normally")
+    return mistakes
 
 
 def remeasure(sample: Sample, backend: Any, workdir: Any) -> Any:
-    """The naive schedule and `sample`'s, compiled by the harness and timed side by side."""
+    """The naive schedule and `sample`'s, compiled by the harness, `sample`'s checked
+    against numpy, then both timed side by side."""
     from xtc_katas.checks.learner_schedules import fresh_scheduler
     from xtc_katas.kata.problems import STRATEGY
+    from xtc_katas.measure.numerics import assert_computes
     from xtc_katas.measure.timing import time_side_by_side
 
     modules = {}
@@ -248,4 +628,5 @@ def remeasure(sample: Sample, backend: Any, workdir: Any) -> Any:
         if name == "best":
             strategy().generate(scheduler, list(sample))
         modules[name] = workdir.compile(impl, scheduler.schedule(), stem=name)
+    assert_computes(modules["best"], STRATEGY, backend.name)
     return time_side_by_side(modules, STRATEGY)
