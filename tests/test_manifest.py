@@ -164,3 +164,21 @@ def test_no_speed_test_name_claims_a_gain_the_run_may_not_show(kata):
         for function in stubs.functions_checked_by(kata, name):
             task = kata.task(function)
             assert task and task.previous, f"{name}: {function} races no previous step"
+
+
+def _words(text):
+    return " ".join(text.replace("*", "").split())
+
+
+def test_the_readme_the_lessons_and_the_code_state_one_bar_rule():
+    # A learner read "cap 17, bar 18.3" while the README said the bar never exceeds the
+    # cap (issue 22): every text that states the rule quotes speed_rule.RULE.
+    from xtc_katas.measure import speed_rule
+
+    rule = _words(speed_rule.RULE)
+    assert rule in _words(speed_rule.__doc__)
+    texts = [ROOT / "README.md", *sorted((ROOT / "katas").glob("*/README.md"))]
+    for path in texts:
+        text = _words(path.read_text())
+        if "1.15" in text:  # states the previous-step part of the rule
+            assert rule in text, f"{path.relative_to(ROOT)}: quote speed_rule.RULE"

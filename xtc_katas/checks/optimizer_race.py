@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from xtc_katas.kata.failures import KataFailure
 
 #: The space searched: XTC's Strategy_PPRPRPvr on the tutorial's strategy problem, with a
@@ -120,8 +122,9 @@ def sample_fn(num: int, seed: int | None) -> Iterator[Sample]:
     """
     if num <= 0 or (seed is not None and seed < 0):  # XTC asserts both
         raise ValueError(f"sample_fn({num}, {seed}): num must be > 0 and seed >= 0")
-    drawn = random.Random(seed).sample(space(), min(num, len(space())))
-    return iter([list(sample) for sample in drawn])
+    everything = space()
+    picks = np.random.default_rng(seed).choice(len(everything), min(num, len(everything)), False)
+    return iter([list(everything[i]) for i in picks.tolist()])
 
 
 @dataclass(frozen=True)

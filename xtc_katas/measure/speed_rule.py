@@ -22,8 +22,10 @@ apart (reference / previous >= ABOVE_PREVIOUS / HEADROOM = 1.64x here). Where it
 (MLIR's parallel loop is no faster than its sequential register tile), the task's
 loop-nest shape check is what catches it (loop_nests.py).
 
-The cap bounds the reference's part of the bar only: where 1.15x the previous task's
-reference is above the cap (and below 0.7x the reference), the bar is that, above the cap.
+In words, as the README and the lessons say it (RULE, tests/test_manifest.py checks):
+The bar is 0.7 × the reference's figure in the same run, at most the task's cap; where
+the task races the previous step's reference too, it is raised to 1.15 × that step's
+figure as long as that stays below 0.7 × the reference, even above the cap.
 
 A step whose reference is not ABOVE_PREVIOUS times faster than the previous step's in
 the same run does not pay on this machine: the learner is told so (`step_note`), with the
@@ -36,6 +38,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xtc_katas.kata.failures import KataFailure
+
+#: The rule in one sentence: the README and every lesson that states the rule quote it.
+RULE = (
+    "The bar is 0.7 × the reference's figure in the same run, at most the task's cap; "
+    "where the task races the previous step's reference too, it is raised to 1.15 × that "
+    "step's figure as long as that stays below 0.7 × the reference, even above the cap."
+)
 
 #: The bar is at most this fraction of the reference's speedup in the same run. A correct
 #: solution, timed like the reference, reads within a few % of it (learner = reference,
