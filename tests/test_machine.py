@@ -182,3 +182,18 @@ def test_a_percent_above_100_says_why():
     above = format_percent(124.0)
     assert above.startswith("124.0% (") and ABOVE_PEAK in above and "turbo" in above
     assert format_percent(250, 0, why="see below") == "250% (see below)"
+
+
+def test_a_summary_names_the_peak_only_once_one_was_measured(monkeypatch):
+    from xtc_katas.measure import machine_peak
+
+    machine_peak.peak_fmas_per_s.cache_clear()
+    try:
+        assert machine_peak.summary_lines() == [], "no peak measured: nothing to say"
+        monkeypatch.setenv(machine_peak.PEAK_ENV, "56")
+        machine_peak.peak_fmas_per_s()
+        assert machine_peak.summary_lines() == [
+            f"peak: 56.0 GFMA/s per core, from {machine_peak.PEAK_ENV}"
+        ]
+    finally:
+        machine_peak.peak_fmas_per_s.cache_clear()

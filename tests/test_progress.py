@@ -36,3 +36,27 @@ def test_one_failure_is_failing_and_is_shown_first():
 def test_results_of_an_older_stub_do_not_count():
     stale = TestResult(KATA.id, ("schedule_split",), "mlir", "passed", "0" * 16)
     assert kata_status(KATA, results(stale)).state == "not run"
+
+
+def test_the_best_figure_names_its_task_and_what_it_is_over():
+    # Kata 09's "1.0x" was a fused/unfused ratio shown as a speedup, and the table's best
+    # speedup and best % of peak came from two different tasks (issue 22).
+    kata = find(9)
+    fused = TestResult(
+        kata.id,
+        ("schedule_fused",),
+        "tvm",
+        "passed",
+        progress.module_hash(kata),
+        perf=[{"speedup": 0.98, "percent_of_peak": 30.0}],
+    )
+    best = kata_status(kata, {"a": fused}).best
+    assert (best.task, best.over, best.speedup, best.percent_of_peak) == (
+        "schedule_fused",
+        "unfused",
+        0.98,
+        30.0,
+    )
+    from xtc_katas.cli.main import _best
+
+    assert _best(best) == "schedule_fused (tvm): 0.98x its unfused self, 30% of peak"

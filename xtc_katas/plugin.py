@@ -379,6 +379,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if lines:
         terminalreporter.section("performance (side by side, min of repeats)")
         terminalreporter.write_line(f"measured on {machine.describe()}")
+        terminalreporter.write_line(machine.lesson_rows_line())
         for line in sorted(lines):
             terminalreporter.write_line(line)
 

@@ -366,6 +366,13 @@ class OptimizerRace:
         return wins_needed(len(self.learner))
 
     @property
+    def repeats(self) -> int:
+        """Evaluations of a sample the same search had already evaluated."""
+        return sum(
+            len(r.samples) - len({tuple(x) for x in r.samples}) for r in self.learner.values()
+        )
+
+    @property
     def beats_random(self) -> bool:
         return self.wins >= self.needed
 
@@ -383,7 +390,14 @@ class OptimizerRace:
             return None
         seeds = len(self.learner)
         batches = ", ".join(str(b) for b in BATCHES[:-1]) + f" and {BATCHES[-1]}"
-        if not self.learns:
+        repeats = self.repeats
+        if repeats > len(self.learner):
+            advice = (
+                f"you suggested samples that were already evaluated ({repeats} times over "
+                "the race): a repeat costs a compile and tells nothing new. Keep a set of "
+                "what was evaluated, suggest only new samples, near the best one so far"
+            )
+        elif not self.learns:
             advice = (
                 "your suggestions hardly depend on what observe() told you. Keep the best "
                 "sample observed so far and suggest samples near it (draw many with "
@@ -633,3 +647,88 @@ def remeasure(sample: Sample, backend: Any, workdir: Any) -> Any:
         modules[name] = workdir.compile(impl, scheduler.schedule(), stem=name)
     assert_computes(modules["best"], STRATEGY, backend.name)
     return time_side_by_side(modules, STRATEGY)
+
+
+# --- measuring the rule: python -m xtc_katas.checks.optimizer_race --help ----------------
+
+
+def simulate(
+    make_optimizer: Callable[[int], Callable[[SampleFn, int, int], Any]],
+    trials: int,
+    first: int = 0,
+) -> list[OptimizerRace]:
+    """`trials` races, race n on secret n with `make_optimizer(n)`, in this process (the
+    optimizers are trusted: isolation would only add two forks per race)."""
+    return [race(make_optimizer(n), secret=n, isolated=False) for n in range(first, first + trials)]
+
+
+def _unseeded_random(trial: int) -> Callable[[SampleFn, int, int], Any]:
+    """A search that does not learn and is not reproducible: fresh entropy per optimizer."""
+    return lambda f, batch, seed: random_optimizer(f, batch, secrets.randbits(32))
+
+
+def _named_optimizer(name: str) -> Callable[[int], Callable[[SampleFn, int, int], Any]]:
+    if name == "solution":
+        from xtc_katas.kata import loader
+        from xtc_katas.kata.manifest import find
+
+        solution = loader.load(find(12), solution=True).make_optimizer
+        return lambda trial: solution
+    if name == "random-offset":  # another seed offset for every trial
+        return lambda trial: lambda f, b, s: random_optimizer(f, b, s + 1000 * (trial + 1))
+    if name == "unseeded-random":
+        return _unseeded_random
+    path, _, function = name.partition(":")  # a file of the repository, and a function
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("simulated", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    made = getattr(module, function)
+    return lambda trial: made
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Race an optimizer on many secrets and count how often it passes."""
+    import argparse
+
+    from xtc_katas.measure import machine
+
+    parser = argparse.ArgumentParser(
+        prog="python -m xtc_katas.checks.optimizer_race", description=main.__doc__
+    )
+    parser.add_argument(
+        "optimizer",
+        help="solution, random-offset, unseeded-random, or path/to/file.py:make_optimizer",
+    )
+    parser.add_argument("--trials", type=int, default=100)
+    parser.add_argument("--first", type=int, default=0, help="the first secret")
+    args = parser.parse_args(argv)
+    space()
+    started = time.monotonic()
+    results = simulate(_named_optimizer(args.optimizer), args.trials, args.first)
+    seconds = (time.monotonic() - started) / args.trials
+    wins = [r.wins for r in results]
+    placebo = [r.placebo_wins for r in results]
+    print(machine.describe())
+    print(
+        f"{args.optimizer}: {args.trials} races (secrets {args.first}..{args.first + args.trials - 1}"
+        f", {len(SEEDS)} seeds each, pass: {WINS} wins of each kind), {seconds:.2f} s per race"
+    )
+    print(
+        f"  wins over RandomOptimizer: min {min(wins)}, mean {statistics.mean(wins):.2f}, max {max(wins)}"
+    )
+    print(
+        f"  wins over the placebo: min {min(placebo)}, mean {statistics.mean(placebo):.2f}, "
+        f"max {max(placebo)}"
+    )
+    print(
+        f"  beat RandomOptimizer: {sum(r.beats_random for r in results)}, learned: "
+        f"{sum(r.learns for r in results)}, passed: {sum(r.passes for r in results)} of {args.trials}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

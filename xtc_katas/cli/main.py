@@ -22,7 +22,7 @@ from types import ModuleType
 from xtc_katas import ROOT
 from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import Kata, Task, find, katas
-from xtc_katas.kata.progress import KataStatus, kata_status
+from xtc_katas.kata.progress import BestFigure, KataStatus, kata_status
 from xtc_katas.measure.backends import BACKENDS
 
 HINT_STATE = progress.cache_file(key="xtc-katas/hints")
@@ -55,20 +55,24 @@ def collect_statuses(run_tests: bool = True) -> list[KataStatus]:
     return statuses
 
 
-def _fmt(value: float | None, unit: str) -> str:
-    return f"{value:.1f}{unit}" if value is not None else "-"
+def _best(best: BestFigure | None) -> str:
+    """The best passed figure, with its task: `04 schedule_parallel: 80.1x naive, 35%`."""
+    if best is None:
+        return "-"
+    over = "its unfused self" if best.over == "unfused" else best.over
+    percent = f", {best.percent_of_peak:.0f}% of peak" if best.percent_of_peak else ""
+    return f"{best.task} ({best.backend}): {best.speedup:.3g}x {over}{percent}"
 
 
 def render_table(statuses: list[KataStatus]) -> str:
-    rows = [("kata", "state", "tasks", "best % peak", "best speedup", "title")]
+    rows = [("kata", "state", "tasks", "best figure (its task, backend)", "title")]
     for s in statuses:
         rows.append(
             (
                 s.kata.id,
                 s.state,
                 f"{s.tasks_passed}/{len(s.kata.tasks)}",
-                _fmt(s.best_percent_of_peak, "%"),
-                _fmt(s.best_speedup, "x"),
+                _best(s.best),
                 s.kata.title,
             )
         )

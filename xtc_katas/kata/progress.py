@@ -86,14 +86,25 @@ def kata_results(kata: Kata, results: Results, root: Path = ROOT) -> Results:
     return {key: r for key, r in results.items() if r.kata == kata.id and r.module_hash == current}
 
 
+@dataclass(frozen=True)
+class BestFigure:
+    """A passed test's figures, all of one task and one run: the status table shows its
+    speedup, what that speedup is over, and its % of peak side by side."""
+
+    task: str
+    speedup: float
+    over: str  # what the speedup is over: "naive", "unfused" (the manifest's baseline)
+    percent_of_peak: float | None
+    backend: str
+
+
 @dataclass
 class KataStatus:
     kata: Kata
     state: str  # "passing", "failing", "not started", "not run", "partly run"
     tasks_passed: int
     first_failure: TestResult | None
-    best_percent_of_peak: float | None
-    best_speedup: float | None
+    best: BestFigure | None
 
 
 def kata_status(kata: Kata, results: Results) -> KataStatus:
@@ -102,26 +113,35 @@ def kata_status(kata: Kata, results: Results) -> KataStatus:
     task has no result yet (a run with -k, or one interrupted)."""
     mine = kata_results(kata, results).values()
     if not mine:
-        return KataStatus(kata, "not run", 0, None, None, None)
+        return KataStatus(kata, "not run", 0, None, None)
     passed = 0
     for task in kata.tasks:
         outcomes = [r.passed for r in mine if task.function in r.tasks]
         passed += bool(outcomes) and all(outcomes)
     failures = [r for r in mine if not r.passed]
-    figures = [f for r in mine if r.passed for f in r.perf]
-    percents = [f["percent_of_peak"] for f in figures if "percent_of_peak" in f]
-    speedups = [f["speedup"] for f in figures if "speedup" in f]
+    figures = [
+        BestFigure(
+            r.tasks[0],
+            f["speedup"],
+            _baseline(kata, r.tasks[0]),
+            f.get("percent_of_peak"),
+            r.backend,
+        )
+        for r in mine
+        if r.passed and r.tasks
+        for f in r.perf
+        if isinstance(f.get("speedup"), (int, float))
+    ]
     if not failures:
         state = "passing" if passed == len(kata.tasks) else "partly run"
     elif all("not implemented yet" in r.message for r in failures) and not passed:
         state = "not started"
     else:
         state = "failing"
-    return KataStatus(
-        kata,
-        state,
-        passed,
-        failures[0] if failures else None,
-        max(percents) if percents else None,
-        max(speedups) if speedups else None,
-    )
+    best = max(figures, key=lambda f: f.speedup, default=None)
+    return KataStatus(kata, state, passed, failures[0] if failures else None, best)
+
+
+def _baseline(kata: Kata, function: str) -> str:
+    task = kata.task(function)
+    return task.baseline if task else "naive"

@@ -84,6 +84,37 @@ def describe() -> str:
     return ", ".join([model, simd, *per_core, f"{os.cpu_count()} cores"])
 
 
+def cpu_id() -> str:
+    """How the lessons' per-machine tables name a CPU: "family 6 model 207"."""
+    from cpuinfo import get_cpu_info
+
+    info = get_cpu_info()
+    return f"family {info.get('family')} model {info.get('model')}"
+
+
+def lessons_with_a_row(root: Any = None) -> list[str]:
+    """The katas whose lesson has figures measured on this CPU (its `cpu_id()`), so a
+    learner knows which rows of the lessons' tables to compare with."""
+    from pathlib import Path
+
+    from xtc_katas import ROOT
+
+    key = cpu_id()
+    lessons = sorted(Path(root or ROOT).glob("katas/*/README.md"))
+    return [path.parent.name for path in lessons if key in path.read_text()]
+
+
+def lesson_rows_line() -> str:
+    """One line for the performance summary: which lesson rows match this CPU."""
+    found = lessons_with_a_row()
+    if not found:
+        return (
+            f"no lesson has a row for this CPU ({cpu_id()}) yet: "
+            "python -m xtc_katas.tools.calibration prints one"
+        )
+    return f"the lessons of {', '.join(found)} have a row for this CPU ({cpu_id()})"
+
+
 def _caches() -> list[tuple[str, str]]:
     """Core 0's data caches below L3, as Linux lists them: [("L1d", "48K"), ("L2", "1024K")]."""
     from pathlib import Path

@@ -89,6 +89,17 @@ def peak_note() -> str | None:
     )
 
 
+def summary_lines(compare: bool = True) -> list[str]:
+    """For a summary that showed % of peak: where the peak came from and, with `compare`,
+    XTC's reading when it differs by more than NOTE_ABOVE (its first call costs ~4 s).
+    Nothing when this process measured no peak: a run that never needed one pays nothing.
+    """
+    if not peak_fmas_per_s.cache_info().currsize:
+        return []
+    note = peak_note() if compare and override() is None else None
+    return [f"peak: {peak_source()}", *([f"  {note}"] if note else [])]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Both peaks side by side, `--calls` times each, on this machine."""
     from xtc.runtimes.host import HostRuntime
