@@ -92,6 +92,13 @@ def test_the_probe_reads_a_positive_rate_with_its_chains_intact(native):
     assert reading.fmas_per_s == max(reading.by_width.values())
 
 
+def test_the_probe_samples_as_long_as_the_kernels_timings():
+    # Both are minima over short samples: the same statistic, or kernels read above 100%.
+    from xtc_katas.measure import fma_probe, timing
+
+    assert fma_probe.SAMPLE_S == timing.SAMPLE_S
+
+
 def test_the_probes_time_grows_with_its_work_so_nothing_was_folded(native):
     # A compiler that folded the chains would run 4x the iterations in the same time.
     import ctypes
@@ -123,15 +130,21 @@ def test_the_probe_leaves_nothing_in_the_temp_dir(native, tmp_path, monkeypatch)
 
 def test_the_probe_reads_no_lower_than_xtcs_load_limited_probe(native):
     # XTC's probes load a vector per FMA and time each probe once: they can only read
-    # lower than chains on registers (Intel Xeon family 6 model 207: 62-79 GFMA/s
-    # against 89.6). Far above it, the probe would be measuring something else.
-    from xtc_katas.measure import fma_probe, machine_peak
+    # lower than chains on registers (Intel Xeon family 6 model 207: 61-79 GFMA/s
+    # against 82-90). Far above it, the probe would be measuring something else. The
+    # two alternate, best of 3 each, so that both see the same moments of a shared host.
+    from xtc.runtimes.host import HostRuntime
 
-    probe = fma_probe.measure().fmas_per_s
-    xtc = machine_peak.xtc_peak_fmas_per_s()
-    assert 0.8 * xtc <= probe <= 3 * xtc, (
-        f"probe {probe / 1e9:.1f} GFMA/s, XTC's evaluate_flops {xtc / 1e9:.1f} (best of 3) "
-        f"on {machine.describe()}"
+    from xtc_katas.measure import fma_probe
+
+    runtime = HostRuntime.get()
+    probe, xtc = [], []
+    for _ in range(3):
+        probe.append(fma_probe.measure().fmas_per_s)
+        xtc.append(runtime.evaluate_flops("float32"))
+    assert 0.8 * max(xtc) <= max(probe) <= 3 * max(xtc), (
+        f"probe {max(probe) / 1e9:.1f} GFMA/s, XTC's evaluate_flops {max(xtc) / 1e9:.1f} "
+        f"(best of 3 each) on {machine.describe()}"
     )
 
 

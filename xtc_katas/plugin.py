@@ -178,7 +178,8 @@ def peak() -> Callable[[], float]:
     """Single-core float32 FMA/s, as a function measured on first call, once per session.
 
     Lazy on purpose: a test calls the learner's code first, so an unsolved kata fails in
-    milliseconds instead of paying ~4 s for a peak it never uses.
+    milliseconds instead of paying ~0.5 s for a peak it never uses (machine_peak.py: the
+    harness's register FMA probe, not XTC's evaluate_flops).
     Override with XTC_KATAS_PEAK_GFMAS.
     """
     from xtc_katas.measure.machine_peak import peak_fmas_per_s
@@ -371,7 +372,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             for key, figures in getattr(report, "user_properties", []):
                 if key == "perf":
                     numbers = {k: v for k, v in figures.items() if k != "step"}
-                    shown = ", ".join(f"{k} {_fmt(v)}" for k, v in numbers.items())
+                    shown = ", ".join(f"{k} {_fmt(k, v)}" for k, v in numbers.items())
                     line = f"{report.nodeid}: {shown}"
                     if "step" in figures:  # the step did not pay in this run (speed_rule)
                         line += f"\n    note: {figures['step']}"
@@ -380,9 +381,20 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("performance (side by side, min of repeats)")
         terminalreporter.write_line(f"measured on {machine.describe()}")
         terminalreporter.write_line(machine.lesson_rows_line())
+        from xtc_katas.measure import machine_peak
+
+        for line in machine_peak.summary_lines(compare=False):
+            terminalreporter.write_line(
+                f"{line} (XTC's own evaluate_flops beside it: python -m "
+                "xtc_katas.measure.machine_peak)"
+            )
         for line in sorted(lines):
             terminalreporter.write_line(line)
 
 
-def _fmt(value: Any) -> str:
+def _fmt(key: str, value: Any) -> str:
+    if key.startswith("percent") and isinstance(value, (int, float)):
+        from xtc_katas.measure.timing import format_percent
+
+        return format_percent(value)
     return f"{value:.3g}" if isinstance(value, float) else str(value)

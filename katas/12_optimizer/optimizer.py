@@ -4,15 +4,18 @@ XTC's search (`xtc.search.explore`) compiles and measures the samples an optimiz
 suggests, a batch at a time, and tells it how each did:
 
     class Optimizer:                      # xtc.itf.search.optimizer
-        def suggest(self) -> list[list[int]]     # the next batch of samples
-        def observe(self, x, y) -> None          # x: that batch; y: each one's fraction
-                                                 # of peak, higher is better
+        def suggest(self) -> list[list[int]]     # the next batch: `batch` samples
+        def observe(self, x, y) -> None          # x: the samples evaluated; y: each
+                                                 # one's fraction of peak, higher is better
         def finished(self) -> None               # the search is over
 
+At each step XTC evaluates `suggest()[:size]` (size: `batch`, or the trials left) and
+never asks again within a step: give exactly `batch` samples.
+
 A sample is a strategy's list of ints (tile sizes, in kata 07's terms). The only way to
-get valid ones is `sample_fn(num, seed)`, which draws `num` of them at random; drawing
-costs nothing, evaluating costs a compile. XTC's RandomOptimizer suggests
-`list(sample_fn(batch, some_seed))` every time.
+get valid ones is `sample_fn(num, seed)`, which draws `num` distinct ones at random;
+drawing costs nothing, evaluating costs a compile. XTC's RandomOptimizer suggests
+`list(sample_fn(batch, rng.randint(0, 2**32 - 1)))` every time.
 
 Read README.md in this folder first, then run: pytest katas/12_optimizer
 """
@@ -28,7 +31,9 @@ def make_optimizer(
     sample_fn: Callable[[int, int], Iterator[Sample]], batch: int, seed: int
 ) -> Optimizer:
     """An optimizer of your design (a class in this file, subclassing Optimizer) that
-    suggests `batch` samples per call, the same ones for the same seed and observations."""
+    suggests exactly `batch` samples per call, the same ones for the same seed and the
+    same observations, and finds better samples than random sampling by using what it
+    observed."""
     raise NotImplementedError
 
 

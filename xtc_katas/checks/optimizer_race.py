@@ -111,6 +111,11 @@ def space_set() -> frozenset[tuple[int, ...]]:
     return frozenset(space())
 
 
+@cache
+def space_array() -> np.ndarray:
+    return np.array(space(), dtype=np.int64)
+
+
 def sample_fn(num: int, seed: int | None) -> Iterator[Sample]:
     """`num` distinct samples drawn with `seed`: what XTC hands an optimizer.
 
@@ -122,9 +127,9 @@ def sample_fn(num: int, seed: int | None) -> Iterator[Sample]:
     """
     if num <= 0 or (seed is not None and seed < 0):  # XTC asserts both
         raise ValueError(f"sample_fn({num}, {seed}): num must be > 0 and seed >= 0")
-    everything = space()
+    everything = space_array()
     picks = np.random.default_rng(seed).choice(len(everything), min(num, len(everything)), False)
-    return iter([list(everything[i]) for i in picks.tolist()])
+    return iter(everything[picks].tolist())
 
 
 @dataclass(frozen=True)
@@ -432,7 +437,7 @@ def race(
     `isolated=False` runs the learner in this process, where it could find the
     landscapes: only for trusted optimizers (the harness's simulations, which need speed).
     """
-    space()  # listed once, before any fork
+    space_array(), space_set()  # listed once, before any fork
     children = []
     try:
         if isolated:  # forked before the secret exists
@@ -711,22 +716,18 @@ def main(argv: list[str] | None = None) -> int:
     seconds = (time.monotonic() - started) / args.trials
     wins = [r.wins for r in results]
     placebo = [r.placebo_wins for r in results]
+    last = args.first + args.trials - 1
     print(machine.describe())
     print(
-        f"{args.optimizer}: {args.trials} races (secrets {args.first}..{args.first + args.trials - 1}"
-        f", {len(SEEDS)} seeds each, pass: {WINS} wins of each kind), {seconds:.2f} s per race"
+        f"{args.optimizer}: {args.trials} races (secrets {args.first}..{last}, {len(SEEDS)} "
+        f"seeds each, pass: {WINS} wins of each kind), {seconds:.2f} s per race"
     )
-    print(
-        f"  wins over RandomOptimizer: min {min(wins)}, mean {statistics.mean(wins):.2f}, max {max(wins)}"
-    )
-    print(
-        f"  wins over the placebo: min {min(placebo)}, mean {statistics.mean(placebo):.2f}, "
-        f"max {max(placebo)}"
-    )
-    print(
-        f"  beat RandomOptimizer: {sum(r.beats_random for r in results)}, learned: "
-        f"{sum(r.learns for r in results)}, passed: {sum(r.passes for r in results)} of {args.trials}"
-    )
+    for name, counts in (("RandomOptimizer", wins), ("the placebo", placebo)):
+        mean = statistics.mean(counts)
+        print(f"  wins over {name}: min {min(counts)}, mean {mean:.2f}, max {max(counts)}")
+    beat, learned = sum(r.beats_random for r in results), sum(r.learns for r in results)
+    passed = sum(r.passes for r in results)
+    print(f"  beat RandomOptimizer: {beat}, learned: {learned}, passed: {passed} of {args.trials}")
     return 0
 
 

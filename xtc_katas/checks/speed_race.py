@@ -20,7 +20,12 @@ from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.speed_rule import Bar, Race, bar, judge
-from xtc_katas.measure.timing import Timings, percent_of_peak, time_side_by_side
+from xtc_katas.measure.timing import (
+    Timings,
+    format_percent,
+    percent_of_peak,
+    time_side_by_side,
+)
 from xtc_katas.measure.workdir import Workdir
 
 
@@ -180,8 +185,8 @@ class SpeedCheck:
             f"{self.kata.id} › {function}()",
             f"{BASELINES[task.baseline if task else 'naive']} on {self.backend} ({problem.label})",
             advice or f"{hint} (more hints: xtc-katas hint {self.kata.number} {function})",
-            f"% of peak: yours {percent('learner'):.1f}%, the reference "
-            f"{percent('reference'):.1f}% ({threads} core{'s' if threads > 1 else ''})",
+            f"% of peak: yours {format_percent(percent('learner'))}, the reference "
+            f"{format_percent(percent('reference'))} ({threads} core{'s' if threads > 1 else ''})",
             why,
         )
 
