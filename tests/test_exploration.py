@@ -20,8 +20,16 @@ def test_top_table_ranks_ten_with_the_speedup_over_the_baseline():
     results = search_view.run(fake_search())
     table = search_view.top_table(results, baseline_percent=2.0).splitlines()
     assert len(table) == 2 + 10
-    assert table[2] == "| 1 | candidate 3 | 96.00 | 48.0x |"
+    assert table[2] == "| 1 | candidate 3 | 96.00% | 48.0x |"
     assert "candidate 1 " not in "\n".join(table), "a broken candidate (0%) is not top-10"
+
+
+def test_top_table_explains_a_figure_above_the_peak():
+    from xtc_katas.cli.search_view import Result
+
+    table = search_view.top_table([Result(0, "lucky", 104.0)], baseline_percent=2.0)
+    assert "| 1 | lucky | 104.00% (*) | 52.0x |" in table
+    assert "(*) above the probe's peak" in table
 
 
 def test_plot_writes_a_png(tmp_path):

@@ -723,8 +723,11 @@ def main(argv: list[str] | None = None) -> int:
         f"seeds each, pass: {WINS} wins of each kind), {seconds:.2f} s per race"
     )
     for name, counts in (("RandomOptimizer", wins), ("the placebo", placebo)):
-        mean = statistics.mean(counts)
-        print(f"  wins over {name}: min {min(counts)}, mean {mean:.2f}, max {max(counts)}")
+        mean, spread = statistics.mean(counts), statistics.pstdev(counts)
+        print(
+            f"  wins over {name}: min {min(counts)}, mean {mean:.2f}, standard deviation "
+            f"{spread:.2f}, max {max(counts)}"
+        )
     beat, learned = sum(r.beats_random for r in results), sum(r.learns for r in results)
     passed = sum(r.passes for r in results)
     print(f"  beat RandomOptimizer: {beat}, learned: {learned}, passed: {passed} of {args.trials}")

@@ -24,6 +24,7 @@ from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import Kata, Task, find, katas
 from xtc_katas.kata.progress import BestFigure, KataStatus, kata_status
 from xtc_katas.measure.backends import BACKENDS
+from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
 
 HINT_STATE = progress.cache_file(key="xtc-katas/hints")
 BACKUPS = ROOT / ".xtc-katas" / "backups"
@@ -60,7 +61,8 @@ def _best(best: BestFigure | None) -> str:
     if best is None:
         return "-"
     over = "its unfused self" if best.over == "unfused" else best.over
-    percent = f", {best.percent_of_peak:.0f}% of peak" if best.percent_of_peak else ""
+    shown = best.percent_of_peak
+    percent = f", {format_percent(shown, 0, '*')} of peak" if shown else ""
     return f"{best.task} ({best.backend}): {best.speedup:.3g}x {over}{percent}"
 
 
@@ -81,6 +83,8 @@ def render_table(statuses: list[KataStatus]) -> str:
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows
     ]
     lines.insert(1, "-" * len(lines[0]))
+    if any(s.best and (s.best.percent_of_peak or 0) > 100 for s in statuses):
+        lines.append(f"(*) {ABOVE_PEAK}")
     done = sum(s.state == "passing" for s in statuses)
     lines.append(f"\n{done} of {len(statuses)} katas passing.")
     return "\n".join(lines)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
+
 
 @dataclass(frozen=True)
 class Result:
@@ -35,7 +37,8 @@ def run(items: Iterable[tuple[int, int, Any, float]], description: str = "search
             results.append(result)
             if best is None or result.percent > best.percent:
                 best = result
-            bar.set_postfix_str(f"best {best.percent:.1f}% of peak: {best.candidate}")
+            shown = format_percent(best.percent, 1, "above the probe's peak")
+            bar.set_postfix_str(f"best {shown} of peak: {best.candidate}")
             bar.update(1)
     return results
 
@@ -49,7 +52,11 @@ def top_table(results: list[Result], baseline_percent: float, top: int = 10) -> 
     ]
     for rank, r in enumerate(ranked, 1):
         speedup = f"{r.percent / baseline_percent:.1f}x" if baseline_percent > 0 else "-"
-        lines.append(f"| {rank} | {r.candidate} | {r.percent:.2f} | {speedup} |")
+        lines.append(
+            f"| {rank} | {r.candidate} | {format_percent(r.percent, 2, '*')} | {speedup} |"
+        )
+    if any(r.percent > 100 for r in ranked):
+        lines.append(f"\n(*) {ABOVE_PEAK}")
     return "\n".join(lines)
 
 
