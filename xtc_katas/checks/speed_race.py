@@ -74,6 +74,24 @@ def race(
     `learner_unfused` (the same schedule without its fusion), and the reference with and
     without its fusion: each side's speedup over its own unfused self.
     """
+    modules, speedups = race_kernels(
+        workdir, kata, function, backend, problem, learner, learner_unfused
+    )
+    timings = time_side_by_side(modules, problem)
+    return speedups(timings), timings
+
+
+def race_kernels(
+    workdir: Workdir,
+    kata: Kata,
+    function: str,
+    backend: KataBackend,
+    problem: Problem,
+    learner: Any,
+    learner_unfused: Any = None,
+) -> tuple[dict[str, Any], Callable[[Timings], Race]]:
+    """The compiled kernels of `race` and how to read a Race from their timings: compiled
+    once, they can be timed again (SpeedCheck re-races a near miss)."""
     task = kata.task(function)
     if task is None:
         raise LookupError(f"{kata.id} has no task {function}")
@@ -81,45 +99,44 @@ def race(
         raise LookupError(
             f"{kata.id}.{function} races {problem.label}, the manifest says {task.problem!r}"
         )
+    reference = task.reference or function
     if task.baseline == "unfused":
         if learner_unfused is None:
             raise LookupError(f"{kata.id}.{function} races against itself unfused: pass it")
-        reference = task.reference or function
-        timings = time_side_by_side(
-            {
-                "learner_unfused": learner_unfused,
-                "learner": learner,
-                "reference_unfused": compile_solution(
-                    workdir, kata, reference, backend, problem, unfused=True
-                ),
-                "reference": compile_solution(workdir, kata, reference, backend, problem),
-            },
-            problem,
-        )
-        return (
-            Race(
-                learner=timings.speedup("learner", "learner_unfused"),
-                reference=timings.speedup("reference", "reference_unfused"),
+        modules = {
+            "learner_unfused": learner_unfused,
+            "learner": learner,
+            "reference_unfused": compile_solution(
+                workdir, kata, reference, backend, problem, unfused=True
             ),
-            timings,
+            "reference": compile_solution(workdir, kata, reference, backend, problem),
+        }
+        return modules, lambda t: Race(
+            learner=t.speedup("learner", "learner_unfused"),
+            reference=t.speedup("reference", "reference_unfused"),
         )
     impl, scheduler = fresh_scheduler(backend, problem)
     modules = {
         "naive": workdir.compile(impl, scheduler.schedule(), stem="naive"),
         "learner": learner,
-        "reference": compile_solution(workdir, kata, task.reference or function, backend, problem),
+        "reference": compile_solution(workdir, kata, reference, backend, problem),
     }
     if task.previous:
         modules["previous"] = compile_solution(workdir, kata, task.previous, backend, problem)
-    timings = time_side_by_side(modules, problem)
-    return (
-        Race(
-            learner=timings.speedup("learner", "naive"),
-            reference=timings.speedup("reference", "naive"),
-            previous=timings.speedup("previous", "naive") if task.previous else None,
-        ),
-        timings,
+    return modules, lambda t: Race(
+        learner=t.speedup("learner", "naive"),
+        reference=t.speedup("reference", "naive"),
+        previous=t.speedup("previous", "naive") if task.previous else None,
     )
+
+
+#: A correct kernel that misses the bar in one race is raced again, up to RACES races in
+#: all, as long as it reached NEAR_MISS of the bar: on a busy 2-vCPU machine, two compiles
+#: of one schedule read 1.6-1.7x apart in one race (kata 04's TVM parallel reference, 48x
+#: and 81x; kata 10's MLIR blocking, 1.77x and 2.92x, AMD EPYC family 25 under a CPU hog).
+#: A kernel below NEAR_MISS of the bar fails at once, and the bar itself never moves.
+RACES = 3
+NEAR_MISS = 0.5
 
 
 @dataclass
@@ -148,18 +165,26 @@ class SpeedCheck:
         of peak is of every core for a task the manifest marks `parallel`. A task raced
         against itself unfused (kata 09) passes `learner_unfused` too.
         """
-        result, timings = race(
+        modules, speedups = race_kernels(
             self.workdir, self.kata, function, self.backend, problem, learner, learner_unfused
         )
         cap = self.kata.cap(function, self.backend.name)
         task = self.kata.task(function)
         threads = cores() if task and task.parallel else 1
+        why = task.no_gain_reason(self.backend.name) if task else ""
+        readings: list[float] = []
+        for _ in range(RACES):
+            timings = time_side_by_side(modules, problem)
+            result = speedups(timings)
+            applied = bar(result, cap, why)
+            readings.append(result.learner)
+            if result.learner >= applied.value or result.learner < NEAR_MISS * applied.value:
+                break
 
         def percent(name: str) -> float:
-            return percent_of_peak(problem.fmas, timings.best[name], self.peak(), threads)
+            # the median round, as the speedups: the two figures of a message agree
+            return percent_of_peak(problem.fmas, timings.typical(name), self.peak(), threads)
 
-        why = task.no_gain_reason(self.backend.name) if task else ""
-        applied = bar(result, cap, why)
         if applied.step_note:
             warnings.warn(
                 StepDoesNotPay(
@@ -170,6 +195,7 @@ class SpeedCheck:
             )
         self.record_perf(
             speedup=result.learner,
+            **({"races": len(readings)} if len(readings) > 1 else {}),
             percent_of_peak=percent("learner"),
             reference_speedup=result.reference,
             **({"previous_speedup": result.previous} if result.previous else {}),
@@ -186,7 +212,12 @@ class SpeedCheck:
             f"{BASELINES[task.baseline if task else 'naive']} on {self.backend} ({problem.label})",
             advice or f"{hint} (more hints: xtc-katas hint {self.kata.number} {function})",
             f"% of peak: yours {format_percent(percent('learner'))}, the reference "
-            f"{format_percent(percent('reference'))} ({threads} core{'s' if threads > 1 else ''})",
+            f"{format_percent(percent('reference'))} ({threads} core{'s' if threads > 1 else ''})"
+            + (
+                f"; yours in {len(readings)} races: {', '.join(f'{r:.3g}x' for r in readings)}"
+                if len(readings) > 1
+                else ""
+            ),
             why,
         )
 

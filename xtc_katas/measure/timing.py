@@ -45,6 +45,11 @@ class Timings:
     best: dict[str, float] = field(default_factory=dict)
     rounds: dict[str, list[float]] = field(default_factory=dict)
 
+    def typical(self, name: str) -> float:
+        """The kernel's median over the rounds of its best time in a round: the time the
+        speedups (medians over rounds) stand for, so a % of peak agrees with them."""
+        return statistics.median(self.rounds[name])
+
     def speedup(self, fast: str, slow: str) -> float:
         """How many times faster `fast` ran than `slow`: the median, over the rounds, of
         the ratio of their minima in that round.
