@@ -395,21 +395,21 @@ class OptimizerRace:
             return None
         seeds = len(self.learner)
         batches = ", ".join(str(b) for b in BATCHES[:-1]) + f" and {BATCHES[-1]}"
-        repeats = self.repeats
-        if repeats > len(self.learner):
-            advice = (
-                f"you suggested samples that were already evaluated ({repeats} times over "
-                "the race): a repeat costs a compile and tells nothing new. Keep a set of "
-                "what was evaluated, suggest only new samples, near the best one so far"
+        advice = []
+        if self.repeats > len(self.learner):
+            advice.append(
+                f"you suggested samples that were already evaluated ({self.repeats} times "
+                "over the race): a repeat costs a compile and tells nothing new. Keep a set "
+                "of what was evaluated and suggest only new samples"
             )
-        elif not self.learns:
-            advice = (
+        if not self.learns:
+            advice.append(
                 "your suggestions hardly depend on what observe() told you. Keep the best "
                 "sample observed so far and suggest samples near it (draw many with "
                 "sample_fn, they are free, and keep the nearest, in octaves)"
             )
-        else:
-            advice = (
+        if self.learns and not self.beats_random:
+            advice.append(
                 "your optimizer learns, but not enough to beat random sampling at this "
                 "budget: spend fewer samples at random, and search nearer the best one"
             )
@@ -421,7 +421,8 @@ class OptimizerRace:
             f"{self.needed} of {seeds} of each, which a search that does not learn reaches "
             f"with probability below {SIGNIFICANCE:g}. Median best: yours "
             f"{self.learner_median:.3f}, RandomOptimizer's {self.random_median:.3f}, your "
-            f"placebo's {self.placebo_median:.3f}.\n  next: {advice}"
+            f"placebo's {self.placebo_median:.3f}."
+            + "".join(f"\n  next: {each}" for each in advice)
         )
 
 
@@ -437,6 +438,8 @@ def race(
     `isolated=False` runs the learner in this process, where it could find the
     landscapes: only for trusted optimizers (the harness's simulations, which need speed).
     """
+    import xtc.search.optimizers  # noqa: F401  (sklearn: ~2 s to import, once, before any fork)
+
     space_array(), space_set()  # listed once, before any fork
     children = []
     try:
