@@ -104,9 +104,9 @@ class Conv2D:
 
     H and W are the output's rows and columns, as in XTC's operation catalogue
     (`xtc.artifacts`). The input has XTC's size (`Exploration.xtc_conv2d_graph`: H * stride
-    + R - 1 rows once padded), less the padding: for ResNet18's stride-2 layers, 56 rows
-    in, 28 out, as in the network. Any size from stride * (H - 1) + R - 2 * pad up to that
-    gives the same output size (a stride-2 conv leaves the last row unread or reads it);
+    + R - 1 rows once padded), less the padding. Any size from stride * (H - 1) + R - 2 *
+    pad up to that gives the same output size (a stride-2 conv leaves the last row unread
+    or reads it);
     `accepts_input_size` takes them all, and the reference computes on the arrays given.
     The loop nest of the conv node is b, h, w, f (parallel), r, s, c (reductions),
     `xtc/graphs/xtc/operators.py`.
