@@ -182,3 +182,11 @@ def test_the_readme_the_lessons_and_the_code_state_one_bar_rule():
         text = _words(path.read_text())
         if "1.15" in text:  # states the previous-step part of the rule
             assert rule in text, f"{path.relative_to(ROOT)}: quote speed_rule.RULE"
+
+
+def test_a_typo_in_a_task_key_is_an_error_not_a_silent_default():
+    from xtc_katas.kata.manifest import _task
+
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['cpa'\]"):
+        _task("04_scheduling", {"function": "f", "hints": [], "cpa": {"mlir": 1}})
+    assert _task("04_scheduling", {"function": "f", "hints": ["h"]}).hints == ("h",)

@@ -72,6 +72,7 @@ def test_wins_needed_is_the_smallest_count_a_fair_coin_reaches_below_the_signifi
     assert race.binomial_tail(60, 43) < race.SIGNIFICANCE <= race.binomial_tail(60, 42)
     assert math.isclose(race.binomial_tail(60, 43), 5.33e-4, rel_tol=1e-3)
     assert race.binomial_tail(10, 0) == 1.0 and race.binomial_tail(10, 10) == 2**-10
+    assert race.wins_needed(6) == 7, "six seeds are too few to say anything at 1/1000"
 
 
 def test_every_batch_size_gets_ten_seeds():

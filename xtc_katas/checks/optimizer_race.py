@@ -34,6 +34,7 @@ import faulthandler
 import hashlib
 import math
 import multiprocessing
+import multiprocessing.connection
 import random
 import secrets
 import statistics
@@ -78,8 +79,10 @@ def binomial_tail(n: int, k: int) -> float:
 
 
 def wins_needed(seeds: int) -> int:
-    """The fewest wins of `seeds` that a fair coin reaches with probability < SIGNIFICANCE."""
-    return next(k for k in range(seeds + 1) if binomial_tail(seeds, k) < SIGNIFICANCE)
+    """The fewest wins of `seeds` that a fair coin reaches with probability < SIGNIFICANCE
+    (more than `seeds` when even all of them is not that rare: 9 seeds or fewer)."""
+    rare = (k for k in range(seeds + 1) if binomial_tail(seeds, k) < SIGNIFICANCE)
+    return next(rare, seeds + 1)
 
 
 #: 43 of 60: a fair coin shows 43 heads or more with probability 5.3e-4 (42: 1.3e-3).
@@ -299,30 +302,21 @@ class LearnerProcess:
         self.process.start()
         child.close()
 
-    def serve(self, oracle: Oracle, deadline: float) -> None:
-        """Answer the child's requests with `oracle` until its searches are done."""
-        while True:
-            if not self.connection.poll(max(0.0, deadline - time.monotonic())):
-                raise KataFailure(
-                    f"12_optimizer › make_optimizer(): the race's {2 * len(oracle.runs)} "
-                    f"searches of {oracle.budget} samples took more than {TIME_LIMIT_S:g} s "
-                    "and were stopped. Make suggest() cheaper: drawing a few hundred samples "
-                    "per call is cheap, refitting a model on every call may not be."
-                )
-            try:
-                kind, payload = self.connection.recv()
-            except EOFError:
-                self.process.join()
-                raise KataFailure(
-                    "12_optimizer › make_optimizer(): the process running your optimizer "
-                    f"died (exit code {self.process.exitcode}) during the race"
-                ) from None
-            if kind == "evaluate":
-                self.connection.send(oracle(*payload))
-            elif kind == "error":
-                raise payload
-            else:
-                return
+    def answer(self, oracle: Oracle) -> bool:
+        """Answer the child's next request with `oracle`; True once its searches are done."""
+        try:
+            kind, payload = self.connection.recv()
+        except EOFError:
+            self.process.join()
+            raise KataFailure(
+                "12_optimizer › make_optimizer(): the process running your optimizer died "
+                f"(exit code {self.process.exitcode}) during the race"
+            ) from None
+        if kind == "evaluate":
+            self.connection.send(oracle(*payload))
+        elif kind == "error":
+            raise payload
+        return kind == "done"
 
     def close(self) -> None:
         self.connection.close()
@@ -426,6 +420,28 @@ class OptimizerRace:
         )
 
 
+def serve(children: dict[LearnerProcess, Oracle], seeds: int, budget: int) -> None:
+    """Answer both children as their requests come (they run side by side, one per core)
+    until both are done, or TIME_LIMIT_S is over."""
+    deadline = time.monotonic() + TIME_LIMIT_S
+    waiting = {child.connection: child for child in children}
+    while waiting:
+        ready = multiprocessing.connection.wait(
+            list(waiting), timeout=max(0.0, deadline - time.monotonic())
+        )
+        if not ready:
+            raise KataFailure(
+                f"12_optimizer › make_optimizer(): the race's {2 * seeds} searches of "
+                f"{budget} samples took more than {TIME_LIMIT_S:g} s and were stopped. Make "
+                "suggest() cheaper: drawing a few thousand samples per call is cheap, "
+                "refitting a model at every call may not be."
+            )
+        for connection in ready:
+            child = waiting[connection]
+            if child.answer(children[child]):
+                del waiting[connection]
+
+
 def race(
     make_optimizer: Callable[[SampleFn, int, int], Any],
     seeds: Sequence[int] = SEEDS,
@@ -450,11 +466,10 @@ def race(
             Oracle({seed: landscape(secret, seed, side) for seed in seeds}, budget)
             for side in (0, 1)
         ]
-        deadline = time.monotonic() + TIME_LIMIT_S
-        for n, oracle in enumerate(oracles):
-            if isolated:
-                children[n].serve(oracle, deadline)
-            else:
+        if isolated:
+            serve(dict(zip(children, oracles, strict=True)), len(seeds), budget)
+        else:
+            for oracle in oracles:
                 run_learner(make_optimizer, oracle, seeds, budget)
     finally:
         for child in children:
