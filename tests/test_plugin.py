@@ -286,7 +286,7 @@ PLANTED = {
         '    sch.vectorize(["f1"])\n'
         "    return\n",
         ("-k", "schedule_conv_has", "--backend", "mlir"),
-        ("no tile of 'w' inside the 'r/s/c' loop",),
+        ("no tile of 'w' or 'h' inside the 'r/s/c' loop",),
     ),
     "random search in disguise": Planted(
         12,
