@@ -36,3 +36,13 @@ def test_plot_writes_a_png(tmp_path):
     results = search_view.run(fake_search())
     path = search_view.plot(results, 2.0, tmp_path / "sub" / "search.png", "a search")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_show_counts_packed_fmas_as_vector_and_scalar_ones_apart():
+    # A scalar FMA works on an xmm register too: it was once counted as a vector FMA.
+    from xtc_katas.cli.show import mark_fmas
+
+    listing = "\tvfmadd231ps %zmm1,%zmm2,%zmm3\n\tvfmadd213ss (%r13),%xmm0,%xmm1\n"
+    marked = mark_fmas(listing)
+    assert "1 vector FMA instructions in this listing: 1 on zmm; 1 scalar FMAs" in marked
+    assert marked.splitlines()[1].endswith("%xmm1"), "a scalar FMA is not marked as vector"

@@ -44,7 +44,8 @@ from xtc_katas.measure.workdir import Workdir
 #: The kinds of task (katas/manifest.toml) whose schedule can be shown.
 SHOWN_KINDS = ("baseline", "schedule", "spec", "candidates", "strategy", "large")
 VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
-FMA = re.compile(r"\bv?fn?m(add|sub)\w*[ps][sd]\b")
+FMA = re.compile(r"\bv?fn?m(add|sub)\w*p[sd]\b")  # packed: ps, pd
+SCALAR_FMA = re.compile(r"\bv?fn?m(add|sub)\w*s[sd]\b")  # one element: ss, sd
 VECTOR_REGISTER = re.compile(r"%?\b([xyz]mm)\d+\b")
 
 
@@ -97,15 +98,38 @@ def render(impl: Any, scheduler: Any, view: str, workdir: Workdir) -> str:
     if view == "nest":
         return scheduler.get_loop_nest().root_node.pretty_print()
     out, err = io.StringIO(), io.StringIO()
-    compiler = impl.get_compiler(
-        dump_file=workdir.dump_file("show"),
-        shared_lib=True,
-        **{VIEWS[view]: True},
-    )
+    dump_file = workdir.dump_file("show")
+    compiler = impl.get_compiler(dump_file=dump_file, shared_lib=True, **{VIEWS[view]: True})
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         compiler.compile(scheduler.schedule())  # MLIR prints to stderr, TVM to stdout
     text = out.getvalue() + err.getvalue()
+    if view == "asm" and "__kmpc_fork_call" in text:
+        text += outlined_bodies(f"{dump_file}.so")
     return mark_fmas(text) if view == "asm" else text
+
+
+def outlined_bodies(library: str) -> str:
+    """The code of each OpenMP-outlined function (`<kernel>..omp_par`) in `library`.
+
+    MLIR outlines a parallel loop into a function of its own: XTC's listing shows only
+    the kernel, which calls `__kmpc_fork_call`, and the loop's code, where its vector
+    (or scalar) FMAs are, is in the outlined function."""
+    import subprocess
+
+    from xtc.utils.host_tools import disassemble
+
+    try:
+        table = subprocess.run(
+            ["objdump", "-t", library], capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    names = sorted({line.split()[-1] for line in table.splitlines() if "omp_par" in line})
+    return "".join(
+        f"\n\n<{name}>: the parallel loop's body, outlined by OpenMP\n"
+        + disassemble(library, function=name)
+        for name in names
+    )
 
 
 def mark_fmas(listing: str) -> str:
@@ -120,8 +144,10 @@ def mark_fmas(listing: str) -> str:
             line = f"{line}    <== vector FMA ({width})"
         lines.append(line)
     shown = ", ".join(f"{n} on {w}" for w, n in sorted(counts.items(), reverse=True))
+    scalar = sum(bool(SCALAR_FMA.search(line)) for line in lines)
     lines.append(
         f"\n{sum(counts.values())} vector FMA instructions in this listing: {shown or '-'}"
+        + (f"; {scalar} scalar FMAs (one float each: vfmadd...ss)" if scalar else "")
     )
     return "\n".join(lines)
 
