@@ -1,11 +1,12 @@
 """Kata 09: fuse the relu into the matmul's loop nest, and measure what it buys.
 
-The problem is R = relu(A @ B) with A of 512x16 and B of 16x512 (katas/09_fusion/README.md
-says why this shape). Each function works on the matmul node C; the relu R that follows
+The problem is R = relu(A @ B) with A of 512x16 and B of 16x512: a large output and a
+short reduction, where the relu's own pass costs most (katas/09_fusion/README.md). Each function works on the matmul node C; the relu R that follows
 it runs, unfused, in a loop nest of its own after the whole matmul.
 
-    sch.fuse_consumer_at("i")       # compute R's part of each i block inside C's nest,
-                                    # right after that block of C is final
+    sch.fuse_consumer_at("i")       # move C's consumer into C's nest at loop i, right
+                                    # after that block of C is final (on MLIR the relu
+                                    # itself; on TVM a copy of C, the lesson says why)
     {"i": {"fuse_consumer": True}}  # the same, in a descript spec
 
 Start from kata 04's register tile (an unrolled tile of i, a vectorized tile of j, both

@@ -1,8 +1,10 @@
 """Kata 10, reference solution: "How to optimize GEMM", replayed with XTC's primitives.
 
-The problem is a 512x512x512 float32 matmul: B (1 MiB) and C leave L1 and L2. Six
-steps, one function each; each step keeps the previous one and adds one technique, and
-its test races it against the previous step's reference on your machine:
+The problem is a 512x512x512 float32 matmul: A, B and C are 1 MiB each, far more than
+L1 (32-48 KiB per core) and than L2 on most of the machines measured. Six steps, one
+function each; each step keeps the previous one and adds one technique, and its test
+races it against the step's reference and, for steps 2, 3 and 6, the previous step's
+reference, on your machine:
 
     1. gemm_blocking      32x32 blocks of C, k in steps of 4:
                           sch.strip_mine("i", {"i1": 32}), ... ("j", {"j1": 32}), ("k", {"k1": 4})
@@ -15,8 +17,8 @@ its test races it against the previous step's reference on your machine:
                           and k1 unrolled: sch.unroll({"k1": 4})
     6. gemm_parallel      + the outermost loop shared by the cores: sch.parallelize(["i"])
 
-XTC 0.3.2's MLIR backend records pack_at and buffer_at but ignores them (the lesson):
-steps 4 and 5 change the kernel on TVM only.
+XTC 0.3.2's MLIR backend records pack_at but does not compile it, and drops buffer_at
+unrecorded (the lesson): steps 4 and 5 change the kernel on TVM only.
 
 Read README.md in this folder first, then run: pytest katas/10_gemm
 """

@@ -47,7 +47,7 @@ class Matmul:
 
     def backend_options(self, backend: str) -> dict[str, bool]:
         """Options for XTC's Backend. XTC 0.3.2's MLIR backend fuses a consumer only on
-        the tensor dialect (without it, fuse_consumer_at raises IndexError), so a matmul +
+        the tensor dialect (without it, compiling a fused schedule raises IndexError), so a matmul +
         relu is built on it, fused or not, for a like-for-like race."""
         return {"use_tensor_dialect": True} if self.relu and backend == "mlir" else {}
 
