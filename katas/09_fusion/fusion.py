@@ -1,8 +1,9 @@
 """Kata 09: fuse the relu into the matmul's loop nest, and measure what it buys.
 
 The problem is R = relu(A @ B) with A of 512x16 and B of 16x512: a large output and a
-short reduction, where the relu's own pass costs most (katas/09_fusion/README.md). Each function works on the matmul node C; the relu R that follows
-it runs, unfused, in a loop nest of its own after the whole matmul.
+short reduction, where the relu's own pass costs most (katas/09_fusion/README.md). Each
+function works on the matmul node C; the relu R that follows it runs, unfused, in a loop
+nest of its own after the whole matmul.
 
     sch.fuse_consumer_at("i")       # move C's consumer into C's nest at loop i, right
                                     # after that block of C is final (on MLIR the relu
