@@ -373,7 +373,7 @@ def test_right_answers_pass_every_cost_model_test(answer):
 
 
 def test_the_reference_passes_with_room_on_several_secrets():
-    """The measured rate (lesson): no failure in 1000 secrets; here, a margin on three."""
+    """The measured rate (lesson): no failure in 3000 secrets; here, a margin on three."""
     for secret in range(100, 103):
         result = race.race(solution().make_optimizer, secret=secret, isolated=False)
         assert result.wins >= race.WINS + 5 and result.placebo_wins >= race.WINS + 8, (
