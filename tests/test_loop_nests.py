@@ -284,3 +284,75 @@ def test_the_k_tile_is_unrolled_by_its_steps():
         assert (mistakes == []) == ok, (factor, mistakes)
         if not ok:
             assert f"unrolled by {factor}, not by its 4 steps" in mistakes[0]
+
+
+def test_a_parallel_loop_of_one_iteration_is_refused():
+    # Learner attack (issue 20): a tile of i as big as i left the parallel loop one
+    # iteration; it passed the shape test, and on MLIR the speed test too.
+    whole = LARGE.I
+    one = nest(
+        LARGE,
+        ("strip_mine", "i", {"i1": whole, "i2": 4}),
+        ("strip_mine", "j", {"j1": 16}),
+        ("interchange", ["i", "j", "k", "i1", "i2", "j1"]),
+        ("unroll", {"i2": 4}),
+        ("vectorize", ["j1"]),
+        ("parallelize", ["i"]),
+    )
+    (mistake,) = loop_nests.parallel_outer(one, sizes=LARGE.axis_sizes)
+    assert "runs 1 iteration" in mistake
+    outer = nest(LARGE, *REGISTER_TILE, ("parallelize", ["i"]))
+    assert loop_nests.parallel_outer(outer, sizes=LARGE.axis_sizes) == []
+
+
+def test_trip_counts_follow_the_tiles():
+    tiled = nest(LARGE, ("strip_mine", "i", {"i1": 32, "i2": 4}))
+    node = tiled.root_node
+    trips = {
+        loop.name: loop_nests.trip_count(node, loop, LARGE.axis_sizes)
+        for loop in loop_nests.loops(node, loop_nests.loop_axes(tiled))
+    }
+    assert trips["i"] == LARGE.I // 32 and trips["i1"] == 8 and trips["i2"] == 4
+    assert trips["k"] == LARGE.K
+
+
+def test_a_block_as_big_as_the_matrix_is_not_a_block():
+    whole = (
+        ("strip_mine", "i", {"i1": GEMM.I}),
+        ("strip_mine", "j", {"j1": 32}),
+        ("strip_mine", "k", {"k1": 4}),
+        ("interchange", ["i", "j", "k", "k1", "i1", "j1"]),
+    )
+    (mistake,) = loop_nests.blocked(nest(GEMM, *whole), sizes=GEMM.axis_sizes)
+    assert "covers the whole axis 'i'" in mistake
+    assert (
+        loop_nests.blocked(
+            nest(GEMM, *GEMM_TILES, ("interchange", ["i", "j", "k", "k1", "i1", "j1"])),
+            sizes=GEMM.axis_sizes,
+        )
+        == []
+    )
+
+
+def test_a_register_tile_has_nothing_but_unrolled_tiles_between_k_and_the_vector():
+    # Learner attack: a loop between the reduction and the tile that is not unrolled
+    # (here a tile of j of two vectors) passed as a register tile.
+    between = nest(
+        TUTORIAL,
+        ("strip_mine", "i", {"i1": 4}),
+        ("strip_mine", "j", {"j1": 32, "j2": 16}),
+        ("interchange", ["i", "j", "k", "i1", "j1", "j2"]),
+        ("unroll", {"i1": 4}),
+        ("vectorize", ["j2"]),
+    )
+    (mistake,) = loop_nests.register_tile(between)
+    assert "'j1' (2 steps) runs between the 'k' loop and the vector tile" in mistake
+    unrolled = nest(
+        TUTORIAL,
+        ("strip_mine", "i", {"i1": 4}),
+        ("strip_mine", "j", {"j1": 32, "j2": 16}),
+        ("interchange", ["i", "j", "k", "i1", "j1", "j2"]),
+        ("unroll", {"i1": 4, "j1": 2}),
+        ("vectorize", ["j2"]),
+    )
+    assert loop_nests.register_tile(unrolled) == []

@@ -231,6 +231,19 @@ PLANTED = {
         ("-k", "schedule_fused_fuses", "--backend", "tvm"),
         ("the relu is fused at 'i1', inside the 'k' loop",),
     ),
+    # On MLIR that schedule does not compile (a transform handle is invalidated); the
+    # compile error came raw, without the kata or the function (learner review, issue 20).
+    "relu fused inside k, computed on MLIR": Planted(
+        9,
+        FUSED,
+        REGISTER_TILE_16 + '    sch.fuse_consumer_at("i1")\n    return\n',
+        ("-k", "schedule_fused_computes", "--backend", "mlir"),
+        (
+            "09_fusion › schedule_fused(): XTC accepted the schedule, then could not compile",
+            "loop-nest test names what the nest lacks",
+            "MLIRError",
+        ),
+    ),
     # Fused at j, TVM copies ~24x the 4x16 block it needs (the lesson): only speed can tell.
     "relu fused at j on TVM": Planted(
         9,

@@ -187,3 +187,17 @@ def test_a_small_gain_is_named_as_small():
 def test_a_step_that_pays_or_has_no_previous_step_gets_no_note():
     assert bar(Race(learner=50, reference=56, previous=27), cap=38).step_note == ""
     assert bar(Race(learner=50, reference=56), cap=38).step_note == ""
+
+
+@given(reference=positive, previous=st.none() | positive, cap_=st.none() | positive)
+def test_the_reason_names_the_figure_the_bar_is_made_of(reference, previous, cap_):
+    """A learner reads the reason to know what to beat: its first figure is the bar's.
+    (The bar once read "1.15x the previous task's reference" at 0.7 x the reference.)"""
+    applied = bar(Race(learner=1, reference=reference, previous=previous), cap_)
+    if applied.reason.startswith("the task's cap"):
+        assert applied.value == cap_
+    elif applied.reason.startswith(f"{HEADROOM:g} of the reference"):
+        assert applied.value == pytest.approx(HEADROOM * reference)
+    else:
+        assert applied.reason.startswith(f"{ABOVE_PREVIOUS:g}x the previous")
+        assert applied.value == pytest.approx(ABOVE_PREVIOUS * previous)

@@ -108,7 +108,7 @@ def test_schedule_parallel_computes_the_matmul(task):
 @pytest.mark.task("schedule_parallel")
 def test_schedule_parallel_runs_the_outer_loop_in_parallel(task):
     nest = task.loop_nest()
-    task.assert_shape(loop_nests.parallel_outer(nest))
+    task.assert_shape(loop_nests.parallel_outer(nest, sizes=task.problem.axis_sizes))
 
 
 @pytest.mark.perf

@@ -82,7 +82,7 @@ def test_parallel_spec_computes_the_matmul(task):
 @pytest.mark.task("parallel_spec")
 def test_parallel_spec_declares_a_parallel_outer_loop(task):
     nest = task.loop_nest()
-    task.assert_shape(loop_nests.parallel_outer(nest))
+    task.assert_shape(loop_nests.parallel_outer(nest, sizes=task.problem.axis_sizes))
 
 
 @pytest.mark.perf

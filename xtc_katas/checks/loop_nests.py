@@ -9,6 +9,7 @@ there. Speed is judged elsewhere (side by side with the naive kernel): these che
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -18,6 +19,19 @@ from xtc_katas.kata.failures import KataFailure, raise_mistakes
 
 class ShapeMistake(KataFailure):
     """The schedule compiles, but its loop nest lacks what the task is about."""
+
+
+def speed_advice(mistakes: list[str], kata_number: int, function: str) -> str:
+    """The "next:" line of a slow kernel, from its loop nest: the first thing the task's
+    shape check found missing, or, when the shape is there, where to compare it with the
+    reference (a task's last hint may be about what the learner already did)."""
+    if mistakes:
+        return f"your loop nest: {mistakes[0]}"
+    return (
+        "your loop nest has this step's shape, and still runs slower than the reference: "
+        f"compare the two, xtc-katas show {kata_number} {function} --nest --diff (then "
+        "--asm, for the code each one became)"
+    )
 
 
 def require(mistakes: list[str], kata: str, function: str) -> None:
@@ -69,6 +83,37 @@ def loops(node: Any, axes: dict[str, str]) -> list[Loop]:
     return [
         Loop(name, axes.get(name, name), sizes.get(name), name in segments)
         for name in node.interchange
+    ]
+
+
+def trip_count(node: Any, loop: Loop, sizes: dict[str, int] | None) -> int | None:
+    """How many times `loop` runs per iteration of the loops around it: the extent it walks
+    (the axis's size, or its tile's size) over the next tile of that axis inside it. None
+    when the sizes are unknown or the axis is split (a segment's extent is its own)."""
+    if node.splits.get(loop.axis):
+        return None
+    whole = (sizes or {}).get(loop.axis)
+    chain = [(loop.axis, whole), *node.tiles.get(loop.axis, {}).items()]
+    names = [name for name, _ in chain]
+    if loop.name not in names:
+        return None
+    at = names.index(loop.name)
+    extent = chain[at][1]
+    if extent is None:
+        return None
+    inner = chain[at + 1][1] if at + 1 < len(chain) else 1
+    return -(-extent // inner)
+
+
+def _too_few_iterations(node: Any, loop: Loop, sizes: dict[str, int] | None) -> list[str]:
+    """A parallel loop must have iterations to share: one of them leaves a core idle."""
+    trips = trip_count(node, loop, sizes)
+    if trips is None or trips >= 2:
+        return []
+    return [
+        f"the parallel loop {loop.name!r} runs {trips} iteration: one thread does all the "
+        f"work. Parallelize a loop with at least as many iterations as cores (this machine: "
+        f"{os.cpu_count()}), e.g. a smaller tile of {loop.axis!r} or the loop over its tiles"
     ]
 
 
@@ -193,13 +238,27 @@ def register_tile(
             "accumulator becomes its own register (a factor of 1 unrolls nothing)"
         )
     vec = node_loops[-1]
+    between = [loop for loop in node_loops[last_k + 1 : -1] if loop is not rows]
+    for loop in between:
+        trips = trip_count(node, loop, None)
+        if trips is None or node.unroll.get(loop.name, 0) < trips:
+            steps = "the whole axis" if trips is None else f"{trips} steps"
+            mistakes.append(
+                f"the loop {loop.name!r} ({steps}) runs between the {k!r} loop and the vector "
+                f"tile without being unrolled: each of its steps needs its own accumulators, "
+                f"which then leave the registers at every step of {k!r}. Move it outside "
+                f"{k!r}, or make it a tile and unroll it fully"
+            )
     if vec.size and rows.size and not mistakes:
         simd = machine()
-        accumulators = rows.size * vec.size // simd.lanes
+        tile = rows.size
+        for loop in between:
+            tile *= trip_count(node, loop, None) or 1
+        accumulators = tile * vec.size // simd.lanes
         budget = simd.registers - 4  # B's vector, A's broadcasts, addresses need some too
         if accumulators > budget:
             mistakes.append(
-                f"a {rows.size}x{vec.size} tile needs {accumulators} vector accumulators; "
+                f"a {tile}x{vec.size} tile needs {accumulators} vector accumulators; "
                 f"this machine has {simd.registers} vector registers ({simd.isa}) and needs "
                 f"a few for B and A: the tile spills to memory. Keep rows x "
                 f"{vec.name}/{simd.lanes} at or below {budget}"
@@ -239,8 +298,13 @@ def split_main_part(loop_nest: Any, axis: str = "j") -> list[str]:
     return []
 
 
-def parallel_outer(loop_nest: Any, parallel_axes: tuple[str, ...] = ("i", "j")) -> list[str]:
-    """The outermost loop runs in parallel, over an axis without a reduction."""
+def parallel_outer(
+    loop_nest: Any,
+    parallel_axes: tuple[str, ...] = ("i", "j"),
+    sizes: dict[str, int] | None = None,
+) -> list[str]:
+    """The outermost loop runs in parallel, over an axis without a reduction, and has
+    iterations to share (with `sizes`, the problem's axis sizes)."""
     root = loop_nest.root_node
     root_loops = loops(root, loop_axes(loop_nest))
     if not root.parallelize:
@@ -257,7 +321,7 @@ def parallel_outer(loop_nest: Any, parallel_axes: tuple[str, ...] = ("i", "j")) 
         ]
     if outer.axis not in parallel_axes:
         return [f"the outermost loop {outer.name!r} walks {outer.axis!r}, a reduction"]
-    return []
+    return _too_few_iterations(root, outer, sizes)
 
 
 def _outside_reduction(node_loops: list[Loop], name: str, k: str = "k") -> bool:
@@ -315,9 +379,16 @@ def fused_part_rows(loop_nest: Any, j: str = "j") -> list[str]:
     return found
 
 
-def blocked(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[str]:
-    """C is computed block by block: i and j are tiled, their loops over blocks (the axes'
-    outer loops) are the two outermost loops, and k is walked in steps (a tile of k)."""
+def blocked(
+    loop_nest: Any,
+    i: str = "i",
+    j: str = "j",
+    k: str = "k",
+    sizes: dict[str, int] | None = None,
+) -> list[str]:
+    """C is computed block by block: i and j are tiled into blocks smaller than the matrix
+    (with `sizes`), their loops over blocks (the axes' outer loops) are the two outermost
+    loops, and k is walked in steps (a tile of k)."""
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     names = [loop.name for loop in node_loops]
@@ -327,6 +398,15 @@ def blocked(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[st
         for axis in (i, j)
         if not node.tiles.get(axis)
     ]
+    for axis in (i, j):
+        tiles = node.tiles.get(axis, {})
+        block = next(iter(tiles.items()), None)
+        if sizes and block and axis in sizes and block[1] >= sizes[axis]:
+            mistakes.append(
+                f"the block {block[0]!r} of {block[1]} covers the whole axis {axis!r} "
+                f"({sizes[axis]}): the loop over blocks then runs once and C is one block. "
+                f"Make blocks smaller than the matrix, e.g. {{{axis + '1'!r}: 32}}"
+            )
     k_tiles = [size for size in node.tiles.get(k, {}).values()]
     if not k_tiles or max(k_tiles) < 2:
         mistakes.append(
@@ -340,8 +420,8 @@ def blocked(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[st
         mistakes.append(
             f"the two outermost loops are {names[:2]} (the interchange is {names}): put "
             f"{i!r} and {j!r}, the loops over blocks, first, so that one block of C is "
-            f'finished before the next starts, e.g. interchange(["{i}", "{j}", "k", "k1", '
-            f'"{i}1", "{j}1"])'
+            f'finished before the next starts: interchange(["{i}", "{j}", ...]), then the '
+            "loops inside a block"
         )
     return mistakes
 
@@ -428,24 +508,40 @@ def write_cache(loop_nest: Any, backend: str, k: str = "k") -> list[str]:
     return mistakes
 
 
-def parallel_rows(loop_nest: Any, rows: str = "h", batch: str = "b") -> list[str]:
-    """A convolution's rows (h) are shared by the cores: the parallel loop walks h, and
-    nothing but the batch (of size 1 here) runs outside it."""
+def parallel_rows(
+    loop_nest: Any,
+    rows: str = "h",
+    batch: str = "b",
+    parallel_axes: tuple[str, ...] = ("h", "w", "f"),
+    sizes: dict[str, int] | None = None,
+) -> list[str]:
+    """A convolution's output is shared by the cores: the parallel loop walks the rows h
+    (the lesson's choice), or the columns w or the channels f (each output element is
+    computed by one thread either way), nothing that repeats runs outside it (the batch,
+    of size 1 here, may), and it has iterations to share (with `sizes`)."""
     root = loop_nest.root_node
     root_loops = loops(root, loop_axes(loop_nest))
     parallel = [loop for loop in root_loops if loop.name in root.parallelize]
     if not parallel:
         return [f'no loop is parallelized: parallelize(["{rows}"]), the output rows']
     first = root_loops.index(parallel[0])
+    either = ", ".join(repr(a) for a in parallel_axes)
     mistakes = [
-        f"the parallel loop {loop.name!r} walks {loop.axis!r}: parallelize the rows, {rows!r}"
+        f"the parallel loop {loop.name!r} walks {loop.axis!r}: parallelize a loop over the "
+        f"output ({either}), e.g. the rows, {rows!r}"
         for loop in parallel
-        if loop.axis != rows
+        if loop.axis not in parallel_axes
     ]
-    outside = [loop.name for loop in root_loops[:first] if loop.axis != batch]
+    outside = [
+        loop.name
+        for loop in root_loops[:first]
+        if (trip_count(root, loop, sizes) or 2) > 1 and (sizes or loop.axis != batch)
+    ]
     if outside:
         mistakes.append(
             f"loops {outside} run outside the parallel loop: they would fork and join the "
-            f"threads once per iteration. Put {rows!r} first in the interchange"
+            f"threads once per iteration. Put {parallel[0].name!r} first in the interchange"
         )
+    for loop in parallel:
+        mistakes += _too_few_iterations(root, loop, sizes)
     return mistakes

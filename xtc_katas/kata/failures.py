@@ -145,7 +145,12 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> tuple[
             True,
         )
     if isinstance(exc, KataFailure):
-        message = str(exc) if str(exc).startswith(kata.id) else f"{kata.id}: {exc}"
+        text = str(exc)
+        if text.startswith(kata.id):
+            message = text
+        else:  # "f(): ..." reads "kata › f(): ..."; anything else "kata: ..."
+            joint = " ›" if re.match(r"\w+\(\):", text) else ":"
+            message = f"{kata.id}{joint} {text}"
         notes = "\n".join(getattr(exc, "__notes__", []))
         if notes:
             message += f"\n\n{notes}"

@@ -7,6 +7,7 @@ under a name that says which side they come from, so both sides can be loaded at
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 from xtc_katas import ROOT
+from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.manifest import Kata
 
 #: Set to 1 (by `pytest --solutions`, tox or CI) to test solutions/ instead of katas/.
@@ -30,10 +32,53 @@ def module_path(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> 
     return kata.solution_path(root) if solution else kata.stub_path(root)
 
 
+#: What a learner's module may not import or name: the reference solutions, and the
+#: harness's judges (kata 12's hidden cost model lives in xtc_katas.checks).
+OFF_LIMITS = ("solutions", "xtc_katas.checks", "xtc_katas.tools", "xtc_katas.kata.loader")
+
+
+class ReadsTheReference(KataFailure):
+    """The learner's module imports the reference solution or the harness's judges."""
+
+
+def reference_reads(path: Path) -> list[str]:
+    """Lines of the learner's module that import or name what is off limits (OFF_LIMITS):
+    the tests would then judge the reference, or a judge, instead of the learner."""
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except (OSError, SyntaxError):
+        return []  # importing it reports the syntax error itself
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            names = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # importlib.import_module("..."), a path to solutions/...: a dotted or
+            # slashed name, not a word in a docstring
+            names = [bad for bad in OFF_LIMITS for sep in "./" if f"{bad}{sep}" in node.value]
+        else:
+            continue
+        for name in names:
+            if any(name == bad or name.startswith((f"{bad}.", f"{bad}/")) for bad in OFF_LIMITS):
+                found.append(f"line {node.lineno}: {name!r}")
+                break
+    return found
+
+
 def load(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> ModuleType:
-    """Import (afresh) the kata's module from katas/ or solutions/."""
+    """Import (afresh) the kata's module from katas/ or solutions/; a learner's module
+    that reads the reference or the judges is refused (reference_reads)."""
     path = module_path(kata, solution, root)
     side = "solution" if path.is_relative_to(root / "solutions") else "kata"
+    if side == "kata" and (reads := reference_reads(path)):
+        raise ReadsTheReference(
+            f"{kata.id}: {path.name} reads what the tests judge you against "
+            f"({'; '.join(reads)}): the tests would then measure the reference solution or "
+            "the harness, not your code. Remove it and write your own"
+        )
     name = f"xtc_katas_{side}_{kata.id}"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, path

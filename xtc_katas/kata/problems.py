@@ -45,6 +45,11 @@ class Matmul:
     #: Its loops that sum into one output element: never parallel, never vectorized.
     reduction_axes = ("k",)
 
+    @property
+    def axis_sizes(self) -> dict[str, int]:
+        """Each axis of the scheduled node's loop nest and its size: trip counts follow."""
+        return {"i": self.I, "j": self.J, "k": self.K}
+
     def backend_options(self, backend: str) -> dict[str, bool]:
         """Options for XTC's Backend. XTC 0.3.2's MLIR backend fuses a consumer only on
         the tensor dialect (without it, compiling a fused schedule raises IndexError), so a matmul +
@@ -130,6 +135,12 @@ class Conv2D:
     #: dims_kind("R") is r, s, c).
     reduction_axes = ("r", "s", "c")
     relu = False
+
+    @property
+    def axis_sizes(self) -> dict[str, int]:
+        """Each axis of the conv node's loop nest and its size: trip counts follow."""
+        sizes = (self.N, self.H, self.W, self.F, self.R, self.S, self.C)
+        return dict(zip("bhwfrsc", sizes, strict=True))
 
     @property
     def name(self) -> str:

@@ -107,13 +107,21 @@ def bar(race: Race, cap: float | None = None, why: str = "") -> Bar:
     else:
         value, reason = relative, reference_part
     if race.previous is not None:
-        above = min(ABOVE_PREVIOUS * race.previous, relative)
-        if above > value:
-            value = above
-            reason = (
+        above = ABOVE_PREVIOUS * race.previous
+        if min(above, relative) > value:
+            previous_part = (
                 f"{ABOVE_PREVIOUS:g}x the previous task's reference ({race.previous:.3g}x in "
                 "this run): a schedule without this task's technique must not pass"
             )
+            if above <= relative:
+                value, reason = above, previous_part
+            else:  # the previous step's figure is too close to the reference's to demand
+                value = relative
+                reason = (
+                    f"{reference_part}, above the cap: {previous_part}, but "
+                    f"{ABOVE_PREVIOUS:g}x of it ({above:.3g}x) would be above the reference's "
+                    f"own margin"
+                )
     return Bar(value, reason, step_note(race, why))
 
 

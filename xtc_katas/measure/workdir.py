@@ -15,6 +15,12 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from xtc_katas.kata.failures import KataFailure
+
+
+class CompileFailed(KataFailure):
+    """XTC accepted the schedule's primitives, then failed to compile the kernel."""
+
 
 class Workdir:
     """A per-test directory that hands out never-reused dump_file paths."""
@@ -28,9 +34,24 @@ class Workdir:
         return str(self.path / f"{stem}_{next(self._count)}")
 
     def compile(self, backend_impl: Any, schedule: Any, stem: str = "kernel", **opts: Any) -> Any:
-        """Compile `schedule` with a fresh dump_file; XTC's chatter (stderr) is kept quiet."""
+        """Compile `schedule` with a fresh dump_file; XTC's chatter (stderr) is kept quiet.
+
+        A compile error is raised as CompileFailed, XTC's error chained below it: it is
+        raised after the learner's function returned, so the traceback alone does not name
+        the function (`stem`) whose schedule did not compile."""
         compiler = backend_impl.get_compiler(
             dump_file=self.dump_file(stem), shared_lib=True, **opts
         )
-        with contextlib.redirect_stderr(io.StringIO()):
-            return compiler.compile(schedule)
+        chatter = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(chatter):
+                return compiler.compile(schedule)
+        except Exception as exc:
+            said = [line for line in chatter.getvalue().splitlines() if "error" in line.lower()]
+            raise CompileFailed(
+                f"{stem}(): XTC accepted the schedule, then could not compile it "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                + (f"; {said[-1].strip()}" if said else "")
+                + "). The task's loop-nest test names what the nest lacks or has in the "
+                "wrong place: run it, e.g. pytest -k <the function's name> katas/<kata>"
+            ) from exc
