@@ -252,7 +252,7 @@ WRONG = {
                 "schedule_conv_parallel",
                 body(*CONV, 'sch.parallelize(["w"])'),
                 "schedule_conv_parallel_shares",
-                ("the parallel loop 'w' walks 'w': parallelize the rows, 'h'",),
+                ("loops ['h'] run outside the parallel loop", "Put 'w' first in the interchange"),
             ),
         ],
         [

@@ -14,8 +14,12 @@ import numpy as np
 import pytest
 
 from xtc_katas.checks import loop_nests
+from xtc_katas.checks.learner_schedules import STRATEGY_SEED, fresh_scheduler
+from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import RESNET18_02, Conv2D, make_inputs
 from xtc_katas.measure import numerics
+
+KATA = "11_conv"
 
 #: Small layers of the same kinds, registered in XTC's catalogue for the tests.
 SMALL = {
@@ -34,6 +38,34 @@ def small_layers():
             sizes = (layer.N, layer.H, layer.W, layer.F, layer.R, layer.S, layer.C)
             dims = dict(zip("nhwfrsc", sizes, strict=True))
             register_operation("conv2d", name, dims, params)
+
+
+#: The nodes that pad the image: pad2d, or XTC's general pad over the rows and columns
+#: (O.pad(I, padding={1: (p, p), 2: (p, p)})); both compile and compute the layer.
+PADDING = ("pad2d", "pad")
+
+#: XTC 0.3.2's conv2d checks its stride with a message about pad2d (operators.py,
+#: XTCOperConv2D: "padding for pad2d of wrong type, expect int or tuple: [1, 1]").
+CONV2D_STRIDE_CHECK = "of wrong type, expect int or tuple: "
+
+
+class GraphMistake(KataFailure):
+    """XTC rejected the learner's graph with a message that names another cause."""
+
+
+def layer_graph(kata, name):
+    """kata.conv_layer_graph(name); a stride XTC's conv2d rejects is named as one."""
+    try:
+        return kata.conv_layer_graph(name)
+    except AssertionError as exc:
+        if CONV2D_STRIDE_CHECK not in str(exc):
+            raise
+        raise GraphMistake(
+            f"{KATA} › conv_layer_graph({name!r}): XTC rejected the conv2d's stride with "
+            f"{str(exc)!r}. That is conv2d's own check of its stride, which names pad2d by "
+            "mistake (xtc/graphs/xtc/operators.py, XTCOperConv2D): give a tuple, "
+            "stride=(SH, SW)"
+        ) from exc
 
 
 def shapes(types):
@@ -71,8 +103,29 @@ def check_graph(graph, layer, name):
         f"{[layer.output_shape]}: pad by (r - 1) // 2 and use the catalogue's stride"
     )
     operators = [node.operator.name for node in graph.nodes.values()]
+    pads = operators[:-1]
     expected = ["pad2d", "conv2d"] if layer.pad else ["conv2d"]
-    assert operators == expected, f"nodes {operators}, expected {expected}"
+    assert operators[-1:] == ["conv2d"] and len(pads) <= 1 and set(pads) <= set(PADDING), (
+        f"conv_layer_graph({name!r}): nodes {operators}, expected {expected}: the image "
+        "padded when the layer pads (pad2d, or XTC's general pad over the rows and columns), "
+        "then the conv2d"
+    )
+    for node in graph.nodes.values():
+        attrs = node.operator.attrs
+        stride = getattr(attrs, "stride", (1, 1))
+        assert node.operator.name != "conv2d" or isinstance(stride, tuple), (
+            f"conv_layer_graph({name!r}): the conv2d's stride is {stride!r}. XTC's graph "
+            "takes an int, but XTC 0.3.2's backends both unpack it as a pair (`SH, SW = "
+            'attrs["stride"]`, MlirOps.py and TVMOps.py): this graph does not compile, '
+            "TypeError. Give the pair, stride=(SH, SW)"
+        )
+        assert node.operator.name not in PADDING or getattr(attrs, "padding", None) != {}, (
+            f"conv_layer_graph({name!r}): the {node.operator.name} node {node.name!r} pads "
+            "nothing (padding 0). It computes the same, but XTC 0.3.2's TVM backend cannot "
+            "compile a pad with no padded axis (TVMOps.py, TVMOperatorPad: tvm.tirx.all() "
+            'of no bounds, "Any must take at least 1 argument"): when pad is 0, give the '
+            "image to the conv2d directly"
+        )
 
 
 def forward(graph, inputs):
@@ -85,13 +138,13 @@ def forward(graph, inputs):
 
 
 def test_conv_layer_graph_builds_resnet18_02(kata):
-    check_graph(kata.conv_layer_graph("ResNet18_02"), RESNET18_02, "ResNet18_02")
+    check_graph(layer_graph(kata, "ResNet18_02"), RESNET18_02, "ResNet18_02")
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_conv_layer_graph_computes_small_layers_of_the_catalogue(kata, name):
     layer = SMALL[name][0]
-    graph = kata.conv_layer_graph(name)
+    graph = layer_graph(kata, name)
     check_graph(graph, layer, name)
     # the image as the learner sized it: any size giving the layer's output is right
     inputs = make_inputs(shapes(graph.inputs_types), layer.dtype, "signed", seed=1)
@@ -101,7 +154,7 @@ def test_conv_layer_graph_computes_small_layers_of_the_catalogue(kata, name):
 
 
 def test_conv_layer_graph_compiles_to_the_real_layer(kata, backend, workdir):
-    graph = kata.conv_layer_graph("ResNet18_02")
+    graph = layer_graph(kata, "ResNet18_02")
     check_graph(graph, RESNET18_02, "ResNet18_02")
     impl = backend.Backend(graph)
     module = workdir.compile(impl, impl.get_scheduler().schedule(), stem="layer")
@@ -114,6 +167,153 @@ def test_conv_layer_graph_compiles_to_the_real_layer(kata, backend, workdir):
 @pytest.mark.task("conv_strategy")
 def test_conv_strategy_sample_computes_the_layer(task):
     task.assert_computes()
+
+
+#: How many samples of the harness's seed the strategy test generates, besides the one
+#: raced: what the task asks must hold of the strategy, not of one lucky sample.
+STRATEGY_SAMPLES = 20
+
+
+class StrategyMistake(KataFailure):
+    """conv_strategy(graph) returned something other than what the task asks."""
+
+
+def xtc_strategy_classes():
+    """The strategy classes xtc.search.strategies defines (Strategy_PPRPRPvr, ...)."""
+    import inspect
+
+    import xtc.search.strategies as strategies
+    from xtc.itf.search import Strategy
+
+    return tuple(
+        cls
+        for cls in vars(strategies).values()
+        if inspect.isclass(cls)
+        and issubclass(cls, Strategy)
+        and cls.__module__ == strategies.__name__
+    )
+
+
+@pytest.mark.task("conv_strategy")
+def test_conv_strategy_samples_vectorize_f_for_this_machine_on_one_thread(task):
+    where = f"{task.kata.id} › conv_strategy(graph)"
+    graph = task.problem.graph()
+    strategy = task.module.conv_strategy(graph)
+    simd = loop_nests.machine()
+    lanes = simd.lanes
+    answer = f"Strategy_PPRPRPvr(graph, vec_size={lanes}, max_unroll=64, threads=1)"
+
+    def origin(cls):
+        mine = cls.__module__ == task.module.__name__
+        return f"defined in {task.kata.module}.py" if mine else f"from {cls.__module__}"
+
+    if not isinstance(strategy, xtc_strategy_classes()):
+        cls = strategy if isinstance(strategy, type) else type(strategy)
+        what = "the class" if cls is strategy else "a"
+        raise StrategyMistake(
+            f"{where} returned {what} {cls.__name__} ({origin(cls)}), not an instance "
+            "of a strategy class of xtc.search.strategies: return one built on `graph`, e.g. "
+            f"{answer}. Its samples are XTC's own schedules of this conv"
+        )
+    built_on = strategy.graph.outputs_nodes[0].operation
+    conv = graph.outputs_nodes[0].operation
+    if (built_on.name, dict(built_on.dims)) != (conv.name, dict(conv.dims)):
+        raise StrategyMistake(
+            f"{where}: the {type(strategy).__name__} is built on a graph whose output is "
+            f"{built_on.name} {dict(built_on.dims)}, not this layer's {conv.name} "
+            f"{dict(conv.dims)}: build it on the `graph` it is given"
+        )
+    mistakes = []
+    # XTC keeps a strategy's vec_size as _vec_size (BaseStrategy, xtc/search/strategies.py)
+    vec_size = getattr(strategy, "_vec_size", lanes)
+    if vec_size != lanes:
+        mistakes.append(
+            f"it is built with vec_size={vec_size}; this machine's vectors hold {lanes} "
+            f"float32 lanes ({simd.described}): pass vec_size=xtc.utils.cpu.cpu_info()"
+            '["vsize"]["float32"], read on the machine that runs it. The strategy sizes the '
+            "vector tile of f, and its register and unroll budgets, by vec_size"
+        )
+    raced = next(iter(strategy.sample(1, STRATEGY_SEED)), None)
+    drawn = list(strategy.sample(STRATEGY_SAMPLES, STRATEGY_SEED))
+    samples = ([("raced", raced)] if raced is not None else []) + list(enumerate(drawn))
+    if not samples:
+        raise StrategyMistake(
+            f"{where}: sample(1, {STRATEGY_SEED}) gave no sample: return a strategy whose "
+            f"space holds schedules of this layer, e.g. {answer}"
+        )
+    scalar, narrow, across, parallel = [], {}, {}, {}
+    for label, sample in samples:
+        _, scheduler = fresh_scheduler(task.backend, task.problem)
+        try:
+            strategy.generate(scheduler, list(sample))
+            nest = scheduler.get_loop_nest()
+        except Exception as exc:
+            raise StrategyMistake(
+                f"{where}: generating sample {label} ({list(sample)}) on the layer's "
+                f"scheduler failed in XTC with {type(exc).__name__}: {exc}. Return a "
+                f"strategy made for this graph's operator, e.g. {answer}"
+            ) from exc
+        axes = loop_nests.loop_axes(nest)
+        for node in nest.nodes:
+            if node.parallelize:
+                parallel.setdefault(tuple(node.parallelize), []).append(label)
+        root = nest.root_node
+        innermost = loop_nests.loops(root, axes)[-1:]
+        if not innermost or innermost[0].name not in root.vectorize:
+            scalar.append(label)
+        elif innermost[0].axis != "f":
+            across.setdefault(innermost[0].name, []).append(label)
+        elif innermost[0].size is None or innermost[0].size % lanes:
+            narrow.setdefault(innermost[0].size, []).append(label)
+
+    def which(labels, listed=True):
+        if len(labels) == len(samples):
+            return f"all {len(samples)} samples"
+        named = f" ({', '.join(map(str, labels))})" if listed else ""
+        return f"{len(labels)} of the {len(samples)} samples{named}"
+
+    if scalar:
+        cls = type(strategy)
+        subclass = (
+            f" ({cls.__name__} is a subclass of XTC's, {origin(cls)}: return XTC's class "
+            "itself, whose generate() applies the sample)"
+            if cls not in xtc_strategy_classes()
+            else ""
+        )
+        mistakes.append(
+            f"{which(scalar)} vectorize nothing: their innermost loop is scalar. XTC's "
+            "strategies vectorize the innermost tile of f, the output channels, when built "
+            f"with vec_size > 1: here vec_size={lanes}{subclass}"
+        )
+    if narrow:
+        widths = sorted(narrow.items(), key=lambda item: item[0] or 0)
+        mistakes.append(
+            f"{which([label for _, ls in widths for label in ls], listed=False)} vectorize a tile "
+            f"of f that is not a multiple of this machine's {lanes} lanes, so a vector runs "
+            "part empty: "
+            + "; ".join(f"{size} element(s) in {', '.join(map(str, ls))}" for size, ls in widths)
+            + f". Built with vec_size={lanes}, Strategy_PPRPRPv and Strategy_PPRPRPvr keep "
+            f"that tile at least {lanes} wide (their filter on it); Strategy_PPRPRP and "
+            "Strategy_OO do not"
+        )
+    for name, labels in across.items():
+        mistakes.append(
+            f"{which(labels)} vectorize {name!r}, a loop over {axes.get(name, name)!r}: the "
+            "vector runs along f, the output channels (stride 1 in O and W)"
+        )
+    for loops, labels in parallel.items():
+        mistakes.append(
+            f"{which(labels)} parallelize {list(loops)}: build the strategy with threads=1. "
+            "The harness races its sample on one core, as the step before schedule_conv's "
+            "single-threaded tile"
+        )
+    raise_mistakes(
+        StrategyMistake,
+        f"{where}: not the strategy the task asks (judged on its samples of seed "
+        f"{STRATEGY_SEED}: 'raced' is sample(1, {STRATEGY_SEED})'s, the one the harness "
+        f"races; 0 to {STRATEGY_SAMPLES - 1} are sample({STRATEGY_SAMPLES}, {STRATEGY_SEED})'s)",
+        mistakes,
+    )
 
 
 # --- schedule_conv ------------------------------------------------------------------------

@@ -4,11 +4,22 @@ Both kinds end the same way: a scheduler whose recorded loop nest passed
 `schedule_checks` (the diagnostics TVM gives, for MLIR too), ready to compile. Mistakes
 raise `ScheduleMistake` with the kata, the function and the fix in the first line; when
 XTC rejected something, its exception stays chained below the message.
+
+The learner's function runs once per kernel judged. A schedule function gets a recording
+`sch` (recording_scheduler); the harness compiles the recorded calls replayed on a fresh
+scheduler, and kata 09's baseline, "the same schedule unfused", is that record replayed
+without its fusion calls (apply_task_pair); a spec is read once and its fusion
+annotations dropped from a copy. The baseline is thus the learner's schedule minus
+fusion, whatever the learner's code does.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -30,21 +41,115 @@ def fresh_scheduler(backend: KataBackend, problem: Problem) -> tuple[Any, Any]:
 FUSING = ("fuse_consumer_at", "fuse_producer_at")
 FUSING_ANNOTATIONS = ("fuse_consumer", "fuse_producer")
 
+#: What a learner's `sch` passes to XTC's scheduler without recording it: it reads, it
+#: does not schedule. Every other public method of the scheduler is a primitive, recorded.
+READ_ONLY = ("get_loop_nest", "schedule")
 
-class WithoutFusion:
-    """A scheduler that ignores fusion: the same schedule, every node in its own nest.
 
-    Kata 09 races a fused schedule against itself unfused; the learner's function runs
-    once on the real scheduler and once on this wrapper.
+@dataclass(frozen=True)
+class Call:
+    """One primitive call a learner's schedule function made on `sch`, as it was made."""
+
+    name: str
+    args: tuple
+    kwargs: dict
+
+    def apply(self, scheduler: Any) -> None:
+        getattr(scheduler, self.name)(*copy.deepcopy(self.args), **copy.deepcopy(self.kwargs))
+
+    def __str__(self) -> str:
+        shown = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"sch.{self.name}({', '.join(shown)})"
+
+
+def recording_scheduler(scheduler: Any, label: str) -> tuple[Any, list[Call]]:
+    """What a learner's f(sch) receives: `scheduler`'s primitives, each forwarded to it
+    (XTC's own errors surface at the learner's line) and, once it returned, recorded in
+    the list returned alongside.
+
+    The harness then builds its kernels from the record alone (`replay`): the schedule as
+    called and, for kata 09's baseline, the same calls without fusion. One call of the
+    learner's function gives both, so nothing in it can tell them apart. `scheduler` and
+    the record live in this closure, not on `sch`: `sch` has no attributes of its own.
+    `label` ("09_fusion › schedule_fused") names the function in messages.
     """
+    calls: list[Call] = []
 
-    def __init__(self, scheduler: Any) -> None:
-        self._scheduler = scheduler
+    def primitive(name: str) -> Callable[..., Any]:
+        @functools.wraps(getattr(type(scheduler), name))
+        def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # pytest shows the learner's line and XTC's frames
+            try:
+                recorded = Call(name, copy.deepcopy(args), copy.deepcopy(kwargs))
+            except Exception as exc:
+                raise ScheduleMistake(
+                    f"{label}(sch): sch.{name}() got an argument the harness cannot record "
+                    f"({type(exc).__name__}: {exc}): pass lists, dicts, strings and numbers"
+                ) from exc
+            result = getattr(scheduler, name)(*args, **kwargs)
+            calls.append(recorded)
+            return result
 
-    def __getattr__(self, name: str) -> Any:
-        if name in FUSING:
-            return lambda *args, **kwargs: None
-        return getattr(self._scheduler, name)
+        return forward
+
+    def read(name: str) -> Callable[..., Any]:
+        @functools.wraps(getattr(type(scheduler), name))
+        def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            return getattr(scheduler, name)(*args, **kwargs)
+
+        return forward
+
+    names = [
+        name
+        for name, _ in inspect.getmembers(type(scheduler), inspect.isfunction)
+        if not name.startswith("_")
+    ]
+    namespace: dict[str, Any] = {
+        name: read(name) if name in READ_ONLY else primitive(name) for name in names
+    }
+    namespace.update(
+        __slots__=(),
+        __doc__=f"XTC's scheduler of the node to schedule: call its primitives ({label}).",
+        __module__=__name__,
+        __str__=lambda self: str(scheduler),
+        backend=property(lambda self: scheduler.backend, doc="XTC's backend of `sch`."),
+    )
+    return type("Scheduler", (), namespace)(), calls
+
+
+def replay(
+    calls: list[Call], backend: KataBackend, problem: Problem, unfused: bool = False
+) -> tuple[Any, Any]:
+    """The recorded calls on a fresh scheduler: (impl, scheduler). `unfused`: without the
+    fusion calls (FUSING), every node in its own nest: kata 09's baseline."""
+    impl, scheduler = fresh_scheduler(backend, problem)
+    for call in calls:
+        if not (unfused and call.name in FUSING):
+            call.apply(scheduler)
+    return impl, scheduler
+
+
+def nest_signature(scheduler: Any) -> list[tuple[Any, ...]]:
+    """The loop nest `scheduler` records, as plain values (one tuple per node, its
+    abstract dims first): equal signatures, the same schedule."""
+    loop_nest = scheduler.get_loop_nest()
+    fields = (
+        "root",
+        "tiles",
+        "splits",
+        "interchange",
+        "vectorize",
+        "parallelize",
+        "unroll",
+        "buffer_at",
+        "pack_at",
+        "fuse_producer_at",
+        "fuse_consumer_at",
+        "external_at",
+    )
+    nodes = [tuple(getattr(node, field, None) for field in fields) for node in loop_nest.nodes]
+    return [tuple(loop_nest.abstract_dims), *nodes]
 
 
 def without_fusion(spec: Any) -> Any:
@@ -93,6 +198,51 @@ class SchedulerRecorder:
         return self.made[-1]
 
 
+def record_schedule(
+    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Problem
+) -> tuple[list[Call], tuple[Any, Any]]:
+    """Call `module.function(sch)` once, on a recording scheduler: (its calls, the calls
+    replayed on a fresh scheduler). The replay is what the harness compiles; it must
+    record the same loop nest as the scheduler the function drove."""
+    _, scheduler = fresh_scheduler(backend, problem)
+    sch, calls = recording_scheduler(scheduler, f"{kata.id} › {function}")
+    schedule_fn: Callable[[Any], Any] = getattr(module, function)
+    returned = schedule_fn(sch)
+    if returned is not None:
+        raise ScheduleMistake(
+            f"{kata.id} › {function}(sch) returned a {type(returned).__name__}: it must "
+            "call primitives on `sch` (sch.interchange(...), sch.vectorize(...)) and return "
+            "None. The harness compiles `sch` itself, so a returned value is ignored"
+        )
+    impl, replayed = replay(calls, backend, problem)
+    try:
+        same = nest_signature(scheduler) == nest_signature(replayed)
+    except Exception:  # no loop nest: check_schedule names the mistake
+        same = True
+    if not same:
+        raise ScheduleMistake(
+            f"{kata.id} › {function}(sch): the schedule `sch` holds is not the one its "
+            "primitive calls make, replayed on a fresh scheduler (the harness compiles the "
+            "replay). Call the primitives on `sch` only, and let a call that raises fail "
+            "the function (no try/except around one)"
+        )
+    return calls, (impl, replayed)
+
+
+def replay_unfused(
+    kata: Kata, function: str, calls: list[Call], backend: KataBackend, problem: Problem
+) -> tuple[Any, Any]:
+    """The recorded calls without their fusion (kata 09's baseline): (impl, scheduler)."""
+    try:
+        return replay(calls, backend, problem, unfused=True)
+    except Exception as exc:
+        raise ScheduleMistake(
+            f"{kata.id} › {function}(sch): the same calls without fuse_consumer_at/"
+            f"fuse_producer_at (the schedule unfused, that yours races) fail in XTC with "
+            f"{type(exc).__name__}: {exc}. Make every other call stand without the fusion"
+        ) from exc
+
+
 def apply_schedule(
     kata: Kata,
     module: ModuleType,
@@ -101,19 +251,25 @@ def apply_schedule(
     problem: Problem,
     unfused: bool = False,
 ) -> tuple[Any, Any]:
-    """Call `module.function(sch)` on a fresh scheduler; return (impl, checked scheduler).
-    `unfused`: the function's fusion calls are ignored (WithoutFusion)."""
-    impl, scheduler = fresh_scheduler(backend, problem)
-    schedule_fn: Callable[[Any], Any] = getattr(module, function)
-    returned = schedule_fn(WithoutFusion(scheduler) if unfused else scheduler)
-    if returned is not None:
-        raise ScheduleMistake(
-            f"{kata.id} › {function}(sch) returned a {type(returned).__name__}: it must "
-            "call primitives on `sch` (sch.interchange(...), sch.vectorize(...)) and return "
-            "None. The harness compiles `sch` itself, so a returned value is ignored"
-        )
-    check_schedule(scheduler, kata.id, function, problem.reduction_axes)
-    return impl, scheduler
+    """Call `module.function(sch)` once (record_schedule); return (impl, checked
+    scheduler) of its calls replayed. `unfused`: replayed without their fusion calls."""
+    calls, built = record_schedule(kata, module, function, backend, problem)
+    if unfused:
+        built = replay_unfused(kata, function, calls, backend, problem)
+    check_schedule(built[1], kata.id, function, problem.reduction_axes)
+    return built
+
+
+def apply_schedule_pair(
+    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Problem
+) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+    """One call of `module.function(sch)`, two checked (impl, scheduler): its calls
+    replayed as made, and without their fusion calls."""
+    calls, fused = record_schedule(kata, module, function, backend, problem)
+    check_schedule(fused[1], kata.id, function, problem.reduction_axes)
+    unfused = replay_unfused(kata, function, calls, backend, problem)
+    check_schedule(unfused[1], kata.id, function, problem.reduction_axes)
+    return fused, unfused
 
 
 def apply_task(
@@ -127,7 +283,8 @@ def apply_task(
     """A task's function of kind "schedule" (f(sch)), "spec" (f() -> spec) or "strategy"
     (its first sample), applied on a fresh scheduler of `problem` and checked (the
     manifest's `kind` says which).
-    `unfused`: the same schedule with its fusion left out (kata 09's baseline)."""
+    `unfused`: the same schedule with its fusion left out (kata 09's baseline); to judge
+    a kernel against its unfused self, build both from one call: apply_task_pair."""
     task = kata.task(function)
     kind = task.kind if task else ""
     if kind == "schedule":
@@ -140,6 +297,35 @@ def apply_task(
         f"{kata.id}.{function} is of kind {kind!r}: only a task of kind 'schedule', 'spec' "
         "or 'strategy' builds a schedule on its own (katas/manifest.toml)"
     )
+
+
+def apply_task_pair(
+    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Problem
+) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+    """((impl, scheduler) fused, (impl, scheduler) unfused) of a task of kind "schedule"
+    or "spec", both from ONE call of the function: the baseline is the learner's own
+    schedule minus its fusion, whatever the function does (kata 09)."""
+    task = kata.task(function)
+    kind = task.kind if task else ""
+    if kind == "schedule":
+        pair = apply_schedule_pair(kata, module, function, backend, problem)
+        label = f"{function}(sch)"
+    elif kind == "spec":
+        pair = apply_spec_pair(kata, module, function, backend, problem)
+        label = f"{function}()"
+    else:
+        raise LookupError(
+            f"{kata.id}.{function} is of kind {kind!r}: only a task of kind 'schedule' or "
+            "'spec' has an unfused twin (katas/manifest.toml)"
+        )
+    (_, fused), (_, unfused) = pair
+    if nest_signature(fused) == nest_signature(unfused):
+        raise ScheduleMistake(
+            f"{kata.id} › {label}: this schedule fuses nothing (no fuse_consumer_at or "
+            'fuse_producer_at call, no "fuse_consumer" annotation), so racing it against '
+            "itself unfused measures nothing: fuse the relu into C's nest"
+        )
+    return pair
 
 
 #: The sample a task of kind "strategy" is raced with: the first one of this seed.
@@ -185,6 +371,28 @@ def apply_large(
     return impl, scheduler
 
 
+def plain(value: Any) -> Any:
+    """A deep copy of a spec made of plain dicts, lists and tuples (a dict subclass's
+    own items() is never asked): what the harness builds is what it read, once."""
+    if isinstance(value, dict):
+        return {plain(key): plain(item) for key, item in dict.items(value)}
+    if isinstance(value, (list, tuple)):
+        base = list if isinstance(value, list) else tuple
+        return base(plain(item) for item in base.__iter__(value))
+    return copy.deepcopy(value)
+
+
+def learner_spec(kata: Kata, module: ModuleType, function: str) -> dict:
+    """The dict `module.function()` returns (called once), as a plain deep copy."""
+    spec = getattr(module, function)()
+    if not isinstance(spec, dict):
+        raise ScheduleMistake(
+            f"{kata.id} › {function}() returned a {type(spec).__name__}, not a dict: return "
+            'the spec itself, e.g. {"i": {}, "k": {}, "j": {}, "j#16": {"vectorize": True}}'
+        )
+    return plain(spec)
+
+
 def apply_spec(
     kata: Kata,
     module: ModuleType,
@@ -195,15 +403,23 @@ def apply_spec(
 ) -> tuple[Any, Any]:
     """Apply the dict `module.function()` returns with descript_scheduler; check the result.
     `unfused`: without its fusion annotations (without_fusion)."""
-    spec = getattr(module, function)()
-    if not isinstance(spec, dict):
-        raise ScheduleMistake(
-            f"{kata.id} › {function}() returned a {type(spec).__name__}, not a dict: return "
-            'the spec itself, e.g. {"i": {}, "k": {}, "j": {}, "j#16": {"vectorize": True}}'
-        )
+    spec = learner_spec(kata, module, function)
     if unfused:
         spec = without_fusion(spec)
     return schedule_spec(kata, spec, f"{function}()", backend, problem)
+
+
+def apply_spec_pair(
+    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Problem
+) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+    """One call of `module.function()`, two checked (impl, scheduler): its spec, and the
+    same dict without its fusion annotations."""
+    spec = learner_spec(kata, module, function)
+    unfused = without_fusion(copy.deepcopy(spec))
+    return (
+        schedule_spec(kata, spec, f"{function}()", backend, problem),
+        schedule_spec(kata, unfused, f"{function}()", backend, problem),
+    )
 
 
 def schedule_spec(

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from xtc_katas.checks import loop_nests
-from xtc_katas.checks.learner_schedules import apply_task
+from xtc_katas.checks.learner_schedules import apply_task, apply_task_pair
 from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import numerics
@@ -59,10 +59,23 @@ class TaskUnderTest:
             self.kata, self.module, self.function, self.backend, self.problem, unfused
         )
 
+    def scheduled_pair(self) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+        """((backend, scheduler) fused, (backend, scheduler) unfused), both from ONE call
+        of the learner's function: the unfused one is that schedule minus its fusion."""
+        return apply_task_pair(self.kata, self.module, self.function, self.backend, self.problem)
+
     def compiled(self, unfused: bool = False) -> Any:
         impl, scheduler = self.scheduled(unfused)
         stem = f"{self.function}{'_unfused' if unfused else ''}"
         return self.workdir.compile(impl, scheduler.schedule(), stem=stem)
+
+    def compiled_pair(self) -> tuple[Any, Any]:
+        """The compiled kernels of scheduled_pair(): (fused, unfused)."""
+        (impl, scheduler), (impl_unfused, unfused) = self.scheduled_pair()
+        return (
+            self.workdir.compile(impl, scheduler.schedule(), stem=self.function),
+            self.workdir.compile(impl_unfused, unfused.schedule(), stem=f"{self.function}_unfused"),
+        )
 
     def loop_nest(self) -> Any:
         return self.scheduled()[1].get_loop_nest()
@@ -78,10 +91,13 @@ class TaskUnderTest:
     def assert_speed(self, advice: str = "") -> Bar:
         """Race the learner's kernel against naive, the reference and the previous task's
         reference (speed_race.py), or, for a task whose baseline is "unfused", against
-        itself unfused; assert this run's bar (speed_rule.py). `advice`: the failure's
-        "next:" line when the test knows the cause from the loop nest (default: the
-        task's last hint)."""
-        unfused = self.compiled(unfused=True) if self.task.baseline == "unfused" else None
+        itself unfused (one call's schedule, and the same minus its fusion); assert this
+        run's bar (speed_rule.py). `advice`: the failure's "next:" line when the test
+        knows the cause from the loop nest (default: the task's last hint)."""
+        if self.task.baseline == "unfused":  # both from one call: compiled_pair
+            learner, unfused = self.compiled_pair()
+        else:
+            learner, unfused = self.compiled(), None
         return self.speed_check(
-            self.function, self.problem, self.compiled(), advice, learner_unfused=unfused
+            self.function, self.problem, learner, advice, learner_unfused=unfused
         )

@@ -1,0 +1,295 @@
+"""Kata 09 races a fused kernel against "itself unfused": that baseline must be the
+learner's own schedule minus its fusion, whatever the learner's code does.
+
+The learner's function runs once per judged kernel, on a recording `sch`
+(learner_schedules.recording_scheduler); the harness replays the record as made (the
+fused kernel) and without its fusion calls (the baseline), or, for a spec, drops the
+fusion annotations from the one dict it read. These tests replay the reference, then
+hand the harness answers that try to spot the baseline's build and make it slow.
+`backend` is the plugin's fixture: MLIR and TVM.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xtc_katas.checks.learner_schedules import (
+    DIMS,
+    FUSING,
+    apply_task,
+    apply_task_pair,
+    fresh_scheduler,
+    nest_signature,
+    plain,
+    recording_scheduler,
+    without_fusion,
+)
+from xtc_katas.checks.schedule import ScheduleMistake
+from xtc_katas.kata import loader
+from xtc_katas.kata.manifest import find
+from xtc_katas.kata.problems import FUSION
+from xtc_katas.measure.backends import KataBackend
+from xtc_katas.tools.repo_copy import copy_repository, run_pytest
+
+KATA = find(9)
+
+
+class Direct:
+    """XTC's scheduler driven directly, fusion calls dropped when `unfused`: what the
+    harness's replay must build."""
+
+    def __init__(self, scheduler: Any, unfused: bool) -> None:
+        self.scheduler, self.unfused = scheduler, unfused
+
+    def __getattr__(self, name: str) -> Any:
+        if self.unfused and name in FUSING:
+            return lambda *args, **kwargs: None
+        return getattr(self.scheduler, name)
+
+
+def direct(schedule_fn: Any, backend: KataBackend, unfused: bool = False) -> Any:
+    _, scheduler = fresh_scheduler(backend, FUSION)
+    schedule_fn(Direct(scheduler, unfused))
+    return scheduler
+
+
+def direct_spec(spec: dict, backend: KataBackend) -> Any:
+    from xtc.schedules.descript import descript_scheduler
+
+    _, scheduler = fresh_scheduler(backend, FUSION)
+    descript_scheduler(scheduler=scheduler, node_name="C", abstract_dims=DIMS, spec=spec)
+    return scheduler
+
+
+def same_nest(a: Any, b: Any) -> bool:
+    printed = [s.get_loop_nest().root_node.pretty_print() for s in (a, b)]
+    return nest_signature(a) == nest_signature(b) and printed[0] == printed[1]
+
+
+def learner(tmp_path: Path, source: str) -> Any:
+    """A learner's katas/09_fusion/fusion.py, imported as the harness imports a stub."""
+    stub = KATA.stub_path(tmp_path)
+    stub.parent.mkdir(parents=True, exist_ok=True)
+    stub.write_text(source)
+    return loader.load(KATA, solution=False, root=tmp_path)
+
+
+# --- the replay is the schedule --------------------------------------------------------
+
+
+def test_the_replayed_reference_is_the_schedule_applied_directly(backend):
+    solution = loader.load(KATA, solution=True)
+
+    (_, fused), (_, unfused) = apply_task_pair(KATA, solution, "schedule_fused", backend, FUSION)
+    assert same_nest(fused, direct(solution.schedule_fused, backend))
+    assert same_nest(unfused, direct(solution.schedule_fused, backend, unfused=True))
+    assert nest_signature(fused) != nest_signature(unfused)
+    assert same_nest(apply_task(KATA, solution, "schedule_fused", backend, FUSION)[1], fused)
+    unfused_alone = apply_task(KATA, solution, "schedule_fused", backend, FUSION, unfused=True)[1]
+    assert same_nest(unfused_alone, unfused)
+
+    spec = solution.fused_spec()
+    (_, fused), (_, unfused) = apply_task_pair(KATA, solution, "fused_spec", backend, FUSION)
+    assert same_nest(fused, direct_spec(spec, backend))
+    assert same_nest(unfused, direct_spec(without_fusion(spec), backend))
+
+
+def test_sch_records_without_showing_the_scheduler(backend):
+    from xtc.itf.schd import Scheduler
+
+    _, real = fresh_scheduler(backend, FUSION)
+    sch, calls = recording_scheduler(real, "09_fusion › schedule_fused")
+    for name in ("_scheduler", "scheduler", "_sch", "calls"):
+        assert not hasattr(sch, name), name
+    with pytest.raises(TypeError):
+        vars(sch)
+    assert not any(isinstance(getattr(sch, n, None), Scheduler) for n in dir(sch))
+    order = ["i", "k", "j"]
+    sch.interchange(order)
+    order.reverse()  # the record keeps the call as it was made
+    sch.fuse_consumer_at("i")
+    assert sch.get_loop_nest().root_node.interchange == ["i", "k", "j"]
+    assert [(c.name, c.args) for c in calls] == [
+        ("interchange", (["i", "k", "j"],)),
+        ("fuse_consumer_at", ("i",)),
+    ]
+
+
+SEEN_BY_THE_LEARNER = """
+SEEN = []
+
+
+def schedule_fused(sch):
+    SEEN.append((type(sch).__name__, sorted(dir(sch)), str(type(sch).__mro__)))
+    sch.strip_mine("i", {"i1": 4})
+    sch.strip_mine("j", {"j1": 16})
+    sch.interchange(["i", "j", "k", "i1", "j1"])
+    sch.fuse_consumer_at("i")
+"""
+
+
+def test_sch_looks_the_same_whether_or_not_an_unfused_twin_is_built(tmp_path):
+    module = learner(tmp_path, SEEN_BY_THE_LEARNER)
+    backend = KataBackend("tvm")
+    apply_task(KATA, module, "schedule_fused", backend, FUSION)
+    apply_task_pair(KATA, module, "schedule_fused", backend, FUSION)
+    apply_task(KATA, module, "schedule_fused", backend, FUSION, unfused=True)
+    assert len(module.SEEN) == 3 and module.SEEN[0] == module.SEEN[1] == module.SEEN[2]
+
+
+MISTAKE_IN_A_PRIMITIVE = """
+def schedule_fused(sch):
+    sch.strip_mine("j", {"j1": 16})
+    sch.vectorize(3)  # the learner's mistake
+"""
+
+
+def test_an_error_in_a_primitive_still_points_at_the_learners_line(tmp_path, backend):
+    module = learner(tmp_path, MISTAKE_IN_A_PRIMITIVE)
+    with pytest.raises(TypeError) as info:
+        apply_task_pair(KATA, module, "schedule_fused", backend, FUSION)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    mine = [f for f in frames if f.filename == str(KATA.stub_path(tmp_path))]
+    assert [f.line for f in mine] == ["sch.vectorize(3)  # the learner's mistake"]
+    assert "site-packages" in frames[-1].filename and "/xtc/" in frames[-1].filename
+
+
+RETURNS_A_VALUE = """
+def schedule_fused(sch):
+    sch.fuse_consumer_at("i")
+    return sch
+"""
+
+
+def test_a_returned_value_is_still_named(tmp_path):
+    module = learner(tmp_path, RETURNS_A_VALUE)
+    with pytest.raises(ScheduleMistake, match=r"^09_fusion › schedule_fused\(sch\) returned a"):
+        apply_task_pair(KATA, module, "schedule_fused", KataBackend("mlir"), FUSION)
+
+
+# --- answers that game the baseline --------------------------------------------------------
+
+#: The relu fused inside k, around kata 04's register tile: a poor fused kernel on TVM.
+POOR_FUSED = (
+    'sch.strip_mine("i", {"i1": 4})',
+    'sch.strip_mine("j", {"j1": 16})',
+    'sch.interchange(["i", "j", "k", "i1", "j1"])',
+    'sch.unroll({"i1": 4})',
+    'sch.vectorize(["j1"])',
+    'sch.fuse_consumer_at("k")',
+)
+POOR_FUSED_SPEC = (
+    '{"i": {}, "j": {}, "k": {"fuse_consumer": True}, "i#4": {"unroll": True},'
+    ' "j#16": {"vectorize": True}}'
+)
+NAIVE_SPEC = '{"k": {}, "j": {}, "i": {}}'
+
+#: Spots the harness's unfused build by its wrapper (the old WithoutFusion, looked up
+#: the way loader.reference_reads does not see), and schedules that build naively.
+WRAPPER_GAMER = (
+    "import sys\n"
+    "\n"
+    "\n"
+    "def unfused_build(sch):\n"
+    '    harness = sys.modules.get(".".join(["xtc_katas", "checks", "learner_schedules"]))\n'
+    '    wrapper = getattr(harness, "WithoutFusion", ())\n'
+    "    return (\n"
+    "        isinstance(sch, wrapper)\n"
+    '        or hasattr(sch, "_scheduler")\n'
+    '        or type(sch).__name__ == "WithoutFusion"\n'
+    "    )\n"
+    "\n"
+    "\n"
+    "def schedule_fused(sch):\n"
+    "    if unfused_build(sch):\n"
+    '        sch.interchange(["k", "j", "i"])  # the baseline, made slow\n'
+    "        return\n" + "".join(f"    {line}\n" for line in POOR_FUSED)
+)
+#: Counts its calls: the harness used to build the unfused baseline on the second.
+COUNTER_GAMER = (
+    "CALLS = []\n"
+    "\n"
+    "\n"
+    "def schedule_fused(sch):\n"
+    "    CALLS.append(sch)\n"
+    "    if len(CALLS) % 2 == 0:\n"
+    '        sch.interchange(["k", "j", "i"])  # the baseline, made slow\n'
+    "        return\n" + "".join(f"    {line}\n" for line in POOR_FUSED)
+)
+#: A spec that changes on its second call, the one that used to be stripped of fusion.
+SPEC_GAMER = (
+    "def fused_spec():\n"
+    '    fused_spec.calls = getattr(fused_spec, "calls", 0) + 1\n'
+    "    if fused_spec.calls == 2:\n"
+    f"        return {NAIVE_SPEC}\n"
+    f"    return {POOR_FUSED_SPEC}\n"
+)
+
+
+def poor_fused(sch: Any) -> None:
+    exec("\n".join(POOR_FUSED), {"sch": sch})
+
+
+@pytest.mark.parametrize("source", [WRAPPER_GAMER, COUNTER_GAMER], ids=["wrapper", "counter"])
+def test_a_schedule_that_spots_the_baseline_is_raced_against_itself_unfused(
+    tmp_path, backend, source
+):
+    module = learner(tmp_path, source)
+
+    (_, fused), (_, unfused) = apply_task_pair(KATA, module, "schedule_fused", backend, FUSION)
+    assert same_nest(fused, direct(poor_fused, backend))
+    assert same_nest(unfused, direct(poor_fused, backend, unfused=True))
+    if source is COUNTER_GAMER:
+        assert len(module.CALLS) == 1  # one call for both kernels
+        # its second call fuses nothing: no kernel to race against itself unfused
+        with pytest.raises(ScheduleMistake, match=r"schedule_fused\(sch\): this schedule fuses"):
+            apply_task_pair(KATA, module, "schedule_fused", backend, FUSION)
+
+
+def test_a_spec_that_changes_on_its_second_call_is_raced_against_itself_unfused(tmp_path, backend):
+    module = learner(tmp_path, SPEC_GAMER)
+
+    (_, fused), (_, unfused) = apply_task_pair(KATA, module, "fused_spec", backend, FUSION)
+    assert module.fused_spec.calls == 1
+    spec = eval(POOR_FUSED_SPEC)
+    assert same_nest(fused, direct_spec(spec, backend))
+    assert same_nest(unfused, direct_spec(without_fusion(spec), backend))
+    with pytest.raises(ScheduleMistake, match=r"fused_spec\(\): this schedule fuses nothing"):
+        apply_task_pair(KATA, module, "fused_spec", backend, FUSION)
+
+
+def test_a_spec_is_read_once_whatever_its_dict_class_says():
+    class Shifty(dict):
+        def items(self):
+            return eval(NAIVE_SPEC).items()
+
+        def __iter__(self):
+            return iter(eval(NAIVE_SPEC))
+
+    spec = eval(POOR_FUSED_SPEC)
+    copied = plain(Shifty(spec))
+    assert type(copied) is dict and copied == spec
+    assert without_fusion(copied) == {**spec, "k": {}}
+
+
+@pytest.mark.slow
+def test_gaming_answers_with_poor_fused_kernels_fail_keeps_up(tmp_path):
+    # Before one call built both kernels, these answers raced their poor fused kernels
+    # against naive schedules and kept up "with themselves unfused".
+    repo = copy_repository(tmp_path)
+    KATA.stub_path(repo).write_text(WRAPPER_GAMER + "\n\n" + SPEC_GAMER)
+    code, out = run_pytest(
+        repo, f"katas/{KATA.id}", "-k", "keeps_up", "--backend", "tvm", "-rfE", timeout=900
+    )
+    assert code == 1, out
+    failed = re.findall(r"^(?:FAILED|ERROR) \S+::(\S+)", out, re.M)
+    assert any("schedule_fused_keeps_up" in name for name in failed), out
+    assert any("fused_spec_keeps_up" in name for name in failed), out
+    assert "the speed of the same schedule unfused on tvm" in out, out
+    assert "below this run's bar" in out, out
+    assert "fused_spec(): this schedule fuses nothing" in out, out
