@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # xtc-katas quick start. Two commands, both safe to re-run (they skip what is installed):
 #   ./run.sh         set up, then open the learner's loop (progress table, next step)
-#   ./run.sh test    set up, then run the whole test suite (lint, solutions, stubs, solved)
+#   ./run.sh test    set up, then run the whole test suite (lint, harness, stubs, solved)
 # `./run.sh setup` only sets up. Anything else goes to the `xtc-katas` command:
 # ./run.sh hint 1, ./run.sh run 3 ...
 set -euo pipefail
@@ -82,7 +82,7 @@ case "${1:-}" in
         # in it but pytest's own directories, and nothing new in the repository.
         scratch="$(mktemp -d)"
         status=0
-        TMPDIR="$scratch" "$VENV/bin/tox" run -e lint,solutions,stubs,solved "$@" || status=$?
+        TMPDIR="$scratch" "$VENV/bin/tox" run -e lint,harness,stubs,solved "$@" || status=$?
         left="$(find "$scratch" -mindepth 1 -maxdepth 1 ! -name 'pytest-of-*' ! -name 'tox-*')"
         if [ -n "$left" ]; then
             echo "xtc-katas: the run left files in its temp dir:" >&2

@@ -48,7 +48,20 @@ def compile_solution(
     solution = loader.load(owner, solution=True)
     impl, scheduler = apply_task(owner, solution, function, backend, problem, unfused)
     stem = f"{owner.number:02d}_{function}{'_unfused' if unfused else ''}"
-    return workdir.compile(impl, scheduler.schedule(), stem=stem)
+    key = {"kernel": "solution", "kata": owner.id, "function": function, "unfused": unfused}
+    return workdir.compile(impl, scheduler.schedule(), stem, cache_key={**key, **_of(problem)})
+
+
+def compile_naive(workdir: Workdir, backend: KataBackend, problem: Problem) -> Any:
+    """The untransformed schedule of `problem`: every race's baseline."""
+    impl, scheduler = fresh_scheduler(backend, problem)
+    key = {"kernel": "naive", **_of(problem)}
+    return workdir.compile(impl, scheduler.schedule(), "naive", cache_key=key)
+
+
+def _of(problem: Problem) -> dict[str, str]:
+    """The problem in a cache key: its class and every field (frozen dataclasses)."""
+    return {"problem": repr(problem)}
 
 
 #: What each baseline's speedups are over, in a failure message.
@@ -115,9 +128,8 @@ def race_kernels(
             learner=t.speedup("learner", "learner_unfused"),
             reference=t.speedup("reference", "reference_unfused"),
         )
-    impl, scheduler = fresh_scheduler(backend, problem)
     modules = {
-        "naive": workdir.compile(impl, scheduler.schedule(), stem="naive"),
+        "naive": compile_naive(workdir, backend, problem),
         "learner": learner,
         "reference": compile_solution(workdir, kata, reference, backend, problem),
     }

@@ -2,8 +2,8 @@
 
 On a shared 2-core machine an absolute time or % of peak swings by ±30% or more from one
 moment to the next, but two kernels timed in alternation see the same weather. So:
-interleave (A B A B ...), take each kernel's minimum over every round, and compare
-ratios.
+interleave (A B A B ...), take each kernel's minimum within each round, and compare the
+rounds' ratios (their median: Timings.speedup).
 
 Each round is XTC's own evaluator taking SAMPLES short samples, and a sample lasts about
 SAMPLE_S: as many back-to-back calls as fit (at least one). Short samples are what make
@@ -15,6 +15,14 @@ two, and the minimum finds it. TVM's parallel reference of kata 04, under a CPU 
 Samples much shorter than that would measure the clock instead of a 1 µs kernel, hence
 calls per sample. A slow kernel takes fewer samples (at least 3 per round), so that
 naive does not dominate the cost.
+
+A kernel whose one call lasts SLOW_CALL_S or more (the naive 512³ matmul: ~135 ms) is
+timed one call per sample, as many samples as fit in ROUND_S (at least one), without XTC's
+warm-up call: a warm-up buys nothing measurable for a call that long (its caches refill
+in microseconds), and it doubled the naive kernel's cost. Such a kernel is the baseline,
+so its time in a round divides every other kernel's in that round: fewer samples of it
+move the learner's, the reference's and the previous step's speedups together, never
+one against another, and the bar (0.7 x the reference's) moves with them.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ ROUNDS = 5
 SAMPLES = 40
 SAMPLE_S = 2e-4
 ROUND_S = 0.1  # a slow kernel (naive on a large problem) takes fewer samples per round
+SLOW_CALL_S = 0.01  # from this long a call on, one call per sample and no warm-up
 
 
 @dataclass
@@ -136,7 +145,12 @@ def _time_interleaved(
 
     evaluators = {}
     for name, module in modules.items():
-        one_call = max(min(_evaluate(evaluator(module, 1, 5), name)), 1e-9)
+        one_call = min(_evaluate(evaluator(module, 1, 1), name))  # after a warm-up call
+        if one_call < SLOW_CALL_S:  # a short call: its time is the best of 5
+            one_call = max(min(_evaluate(evaluator(module, 1, 5), name)), 1e-9)
+        if one_call >= SLOW_CALL_S:  # number 0: one call per sample, no warm-up call
+            evaluators[name] = evaluator(module, 0, max(1, min(samples, int(ROUND_S / one_call))))
+            continue
         number = max(1, round(sample_s / one_call))
         repeat = max(3, min(samples, int(ROUND_S / (number * one_call))))
         evaluators[name] = evaluator(module, number, repeat)

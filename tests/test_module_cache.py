@@ -1,0 +1,146 @@
+"""The on-disk cache of unchanging kernels (module_cache.py) never hands out a stale module.
+
+A hit must skip the compile, load from a path no module of the process used before, and
+compute the problem; a changed solution, XTC version, CPU or ISA must miss; a damaged
+entry must be compiled again. `backend` is the plugin's fixture: MLIR and TVM.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from xtc_katas import ROOT
+from xtc_katas.checks import speed_race
+from xtc_katas.kata.manifest import find
+from xtc_katas.kata.problems import TUTORIAL
+from xtc_katas.measure import backends, machine, module_cache, numerics
+from xtc_katas.measure.workdir import Workdir
+
+KATA = find(4)
+FUNCTION = "schedule_register_tile"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty cache, and a repository copy whose sources the keys hash."""
+    root = tmp_path / "repo"
+    for part in module_cache.SOURCES:
+        shutil.copytree(ROOT / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(module_cache, "ROOT", root)
+    monkeypatch.setenv(module_cache.DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(module_cache.ENABLED_ENV, raising=False)
+    return root
+
+
+class Compiles:
+    """Counts the real compiles of a Workdir (a hit makes none)."""
+
+    def __init__(self, workdir: Workdir, monkeypatch) -> None:
+        self.count = 0
+        real = workdir._compile
+
+        def counted(*args, **kwargs):
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(workdir, "_compile", counted)
+
+
+def reference(workdir, backend):
+    return speed_race.compile_solution(workdir, KATA, FUNCTION, backend, TUTORIAL)
+
+
+def test_a_hit_skips_the_compile_and_loads_a_fresh_file_that_computes(
+    cache, tmp_path, monkeypatch, backend
+):
+    workdir = Workdir(tmp_path)
+    compiles = Compiles(workdir, monkeypatch)
+    first = reference(workdir, backend)
+    second = reference(workdir, backend)
+    naive = [speed_race.compile_naive(workdir, backend, TUTORIAL) for _ in range(2)]
+    assert compiles.count == 2  # the reference once, naive once
+    paths = {m.file_name for m in (first, second, *naive)}
+    assert len(paths) == 4 and all(Path(p).parent == tmp_path for p in paths)
+    numerics.assert_computes(second, TUTORIAL, backend.name, ("random", "edge"))
+    numerics.assert_computes(naive[1], TUTORIAL, backend.name, ("random",))
+
+
+def test_a_changed_solution_is_compiled_again(cache, tmp_path, monkeypatch, backend):
+    workdir = Workdir(tmp_path)
+    compiles = Compiles(workdir, monkeypatch)
+    reference(workdir, backend)
+    solution = KATA.solution_path(cache)
+    solution.write_text(solution.read_text() + "\n# edited\n")
+    reference(workdir, backend)
+    assert compiles.count == 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["xtc-tools version", "CPU", "ISA", "harness source"],
+)
+def test_another_xtc_cpu_isa_or_harness_misses(cache, tmp_path, monkeypatch, change):
+    from xtc_katas.measure.backends import KataBackend
+
+    backend = KataBackend("mlir")
+    workdir = Workdir(tmp_path)
+    compiles = Compiles(workdir, monkeypatch)
+    reference(workdir, backend)
+    if change == "xtc-tools version":
+        monkeypatch.setattr(module_cache, "versions", lambda: {"xtc-tools": "0.3.3"})
+        module_cache._platform.cache_clear()
+    elif change == "CPU":
+        monkeypatch.setattr(module_cache, "cpu", lambda: "model name: another CPU")
+        module_cache._platform.cache_clear()
+    elif change == "ISA":
+        monkeypatch.setattr(machine, "emulated_isa", lambda: "avx2")
+    else:
+        path = cache / "xtc_katas" / "checks" / "learner_schedules.py"
+        path.write_text(path.read_text() + "\n# edited\n")
+    try:
+        reference(workdir, backend)
+    finally:
+        module_cache._platform.cache_clear()
+        backends.emulating.cache_clear()  # an emulated Backend class must not outlive it
+    assert compiles.count == 2
+
+
+def test_a_damaged_entry_is_compiled_again(cache, tmp_path, monkeypatch):
+    from xtc_katas.measure.backends import KataBackend
+
+    backend = KataBackend("mlir")
+    workdir = Workdir(tmp_path)
+    compiles = Compiles(workdir, monkeypatch)
+    reference(workdir, backend)
+    (entry,) = Path(module_cache.cache_root()).glob("*/*/module.json")
+    entry.write_text("{not json")
+    module = reference(workdir, backend)
+    assert compiles.count == 2
+    numerics.assert_computes(module, TUTORIAL, "mlir", ("random",))
+
+
+def test_the_cache_can_be_turned_off(cache, tmp_path, monkeypatch):
+    from xtc_katas.measure.backends import KataBackend
+
+    monkeypatch.setenv(module_cache.ENABLED_ENV, "0")
+    workdir = Workdir(tmp_path)
+    compiles = Compiles(workdir, monkeypatch)
+    for _ in range(2):
+        reference(workdir, KataBackend("mlir"))
+    assert compiles.count == 2
+    assert not Path(module_cache.cache_root()).exists()
+
+
+def test_a_second_store_of_one_key_leaves_the_first(cache, tmp_path):
+    from xtc_katas.measure.backends import KataBackend
+
+    workdir = Workdir(tmp_path)
+    module = reference(workdir, KataBackend("mlir"))
+    (entry,) = Path(module_cache.cache_root()).glob("*/*")
+    before = (entry / "module.so").read_bytes()
+    module_cache.store(entry, module)  # as a second pytest-xdist worker would
+    assert (entry / "module.so").read_bytes() == before
+    assert [p.name for p in entry.parent.iterdir()] == [entry.name]  # no scratch left

