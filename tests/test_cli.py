@@ -10,6 +10,9 @@ import pytest
 from xtc_katas.kata.manifest import find, katas
 from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
+#: Every test here runs the CLI or pytest in a copy of the repository.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def repo(tmp_path):

@@ -108,6 +108,15 @@ IDLE_SUBCLASS = (
     "            pass\n"
     "    return Idle(graph, vec_size=lanes, max_unroll=64, threads=1)\n"
 )
+#: A real strategy class whose sample() repeats its best sample: no search space left.
+LYING_SUBCLASS = (
+    LANES + "    from xtc.search.strategies import Strategy_PPRPRPvr\n"
+    "    class Lying(Strategy_PPRPRPvr):\n"
+    "        def sample(self, num, seed=None):\n"
+    "            best = next(iter(super().sample(1, 0)))\n"
+    "            return iter([list(best) for _ in range(num)])\n"
+    "    return Lying(graph, vec_size=lanes, max_unroll=64, threads=1)\n"
+)
 LAYER = (
     "import xtc.graphs.xtc.op as O",
     "from xtc.artifacts import get_operation",
@@ -227,7 +236,26 @@ WRONG = [
     ),
     (
         None,
-        [Answer("conv_strategy", IDLE_SUBCLASS, SAMPLES, (STRATEGY_MISTAKE, "vectorize nothing"))],
+        [
+            Answer(
+                "conv_strategy",
+                IDLE_SUBCLASS,
+                SAMPLES,
+                ("returned a Idle (defined in conv.py), a subclass of XTC's Strategy_PPRPRPvr",),
+            )
+        ],
+    ),
+    (
+        None,
+        [
+            # Learner review: a subclass whose sample() repeats one good sample passed.
+            Answer(
+                "conv_strategy",
+                LYING_SUBCLASS,
+                "conv_strategy",
+                ("a subclass of XTC's Strategy_PPRPRPvr that may change what it samples",),
+            )
+        ],
     ),
     (
         "avx2",
@@ -244,6 +272,25 @@ WRONG = [
         ],
     ),
 ]
+
+#: Learner review: weights laid out (f, r, s, c), as PyTorch does; ResNet18_02's test showed
+#: only XTC's "unexpected with shapes" (the 3x3 layer's test named the layout).
+WEIGHTS_FRSC = graph(PAD2D).replace(
+    'O.tensor((d["r"], d["s"], d["c"], d["f"])', 'O.tensor((d["f"], d["r"], d["s"], d["c"])'
+)
+WRONG.append(
+    (
+        None,
+        [
+            Answer(
+                "conv_layer_graph",
+                WEIGHTS_FRSC,
+                "conv_layer_graph_builds",
+                ("the weights as (r, s, c, f): for this layer, weights of shape (3, 3, 64, 64)",),
+            )
+        ],
+    )
+)
 
 #: Right answers that differ from the reference, in rounds: every test of their
 #: functions passes, on both backends.

@@ -85,6 +85,7 @@ def test_the_fork_costs_milliseconds():
     assert per_call < 0.5, f"a fork round trip took {per_call:.3f} s"
 
 
+@pytest.mark.slow
 def test_a_crash_in_a_kata_test_fails_that_test_and_the_session_goes_on(tmp_path):
     repo = copy_repository(tmp_path)
     kata = find(3)
@@ -117,6 +118,7 @@ def test_a_crash_in_a_kata_test_fails_that_test_and_the_session_goes_on(tmp_path
     assert recorded, "the progress record survives the crash"
 
 
+@pytest.mark.slow
 def test_a_hanging_test_times_out_with_the_likely_cause_and_the_run_goes_on(tmp_path):
     repo = copy_repository(tmp_path)
     edit_stub(

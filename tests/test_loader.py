@@ -15,11 +15,20 @@ READS = {
     "the cost model of kata 12": "from xtc_katas.checks.optimizer_race import cost_model\n",
     "a judge, by name": "import importlib\nimportlib.import_module('xtc_katas.checks.search')\n",
     "the loader": "from xtc_katas.kata import loader\n",
+    # Learner review: a bar's constant, lowered at import, passed every test of kata 09.
+    "the speed rule": "import xtc_katas.measure.speed_rule as rule\nrule.HEADROOM = 0.01\n",
+    "the module cache": "from xtc_katas.measure import module_cache\n",
+    "the plugin, by name": "import importlib\nimportlib.import_module('xtc_katas.plugin')\n",
 }
 FINE = {
     "XTC and numpy": "import numpy as np\nfrom xtc.search.strategies import Strategy_PPRPRPvr\n",
     "the word in a docstring": '"""Several solutions exist; this is mine."""\n',
     "the harness's problems": "from xtc_katas.kata.problems import CHALLENGE\n",
+    "the harness's helpers, as kata 08's reference uses them": (
+        "from xtc_katas.measure import timing\n"
+        "from xtc_katas.measure.workdir import Workdir\n"
+        "import importlib\nT = importlib.import_module('xtc_katas.measure.timing')\n"
+    ),
 }
 
 
@@ -47,7 +56,7 @@ def test_the_refusal_names_the_kata_the_line_and_the_fix(tmp_path):
         loader.load(kata, solution=False, root=root)
     text = str(refused.value)
     assert text.startswith("10_gemm: gemm.py reads what the tests judge you against")
-    assert "line 2: 'solutions'" in text and "write your own" in text
+    assert "line 2: 'solutions.x'" in text and "write your own" in text
 
 
 def test_no_stub_and_no_solution_reads_the_reference():

@@ -356,3 +356,67 @@ def test_a_register_tile_has_nothing_but_unrolled_tiles_between_k_and_the_vector
         ("vectorize", ["j2"]),
     )
     assert loop_nests.register_tile(unrolled) == []
+
+
+def test_a_register_tile_whose_vector_walks_the_row_axis_is_told_to_swap_the_two():
+    # Learner review: schedule_conv with w1 vectorized and f1 unrolled was told to unroll
+    # w1, the vector loop itself ("unroll({'w1': 16})").
+    from xtc_katas.kata.problems import RESNET18_02
+
+    swapped = nest(
+        RESNET18_02,
+        ("strip_mine", "w", {"w1": 16}),
+        ("strip_mine", "f", {"f1": 4}),
+        ("interchange", ["h", "b", "w", "f", "r", "s", "c", "f1", "w1"]),
+        ("unroll", {"f1": 4}),
+        ("vectorize", ["w1"]),
+    )
+    mistakes = loop_nests.register_tile(swapped, i=("w", "h"), j="f", k=("r", "s", "c"))
+    assert any("the vectorized loop 'w1' walks axis 'w'" in m for m in mistakes), mistakes
+    assert any(
+        "the tile 'w1' of 'w' is the innermost loop, the vector: swap it" in m for m in mistakes
+    )
+    assert not any("unroll({'w1'" in m for m in mistakes), mistakes
+
+
+GEMM_ORDER = ("interchange", ["i", "j", "k", "i1", "k1", "j1"])
+COLUMNS_FIRST = ("interchange", ["j", "i", "k", "i1", "k1", "j1"])
+
+
+@pytest.mark.parametrize(
+    ("order", "at", "right"),
+    [
+        (GEMM_ORDER, "j", True),
+        (GEMM_ORDER, "i", False),  # learner review: a row of blocks, "has this step's shape"
+        (COLUMNS_FIRST, "i", True),
+        (COLUMNS_FIRST, "j", False),
+    ],
+)
+def test_c_is_buffered_one_block_at_a_time(order, at, right):
+    buffered = nest(
+        GEMM,
+        *GEMM_TILES,
+        order,
+        ("vectorize", ["j1"]),
+        ("buffer_at", at),
+        ("unroll", {"k1": 4}),
+        backend="tvm",
+    )
+    mistakes = loop_nests.write_cache(buffered, "tvm")
+    assert (mistakes == []) == right, mistakes
+    if not right:
+        assert f"the write buffer is at {at!r}, outside the loop over blocks of" in mistakes[0]
+        assert "holds one block" in mistakes[0]
+
+
+def test_a_k_tile_of_one_step_is_named_as_such():
+    # Learner review: strip_mine("k", {"k1": 1}) got the message of a missing k tile.
+    one = nest(
+        GEMM,
+        ("strip_mine", "i", {"i1": 32}),
+        ("strip_mine", "j", {"j1": 32}),
+        ("strip_mine", "k", {"k1": 1}),
+        ("interchange", ["i", "j", "k", "k1", "i1", "j1"]),
+    )
+    (mistake,) = loop_nests.blocked(one, sizes=GEMM.axis_sizes)
+    assert "not walked in steps (a tile of 1 step walks it one element at a time)" in mistake

@@ -194,6 +194,7 @@ def test_a_list_instead_of_a_generator_is_named():
         search_checks.take_all([(0, 1, "a", 1.0)], counter, "06_explore › explore()")
 
 
+@pytest.mark.slow
 def test_graph_inputs_created_inside_the_graph_block_are_named(tmp_path):
     repo = copy_repository(tmp_path)
     edit_stub(

@@ -420,6 +420,18 @@ def never_finishes(optimizer, evaluate, budget):
     return results
 
 
+def evaluates_the_batch(optimizer, evaluate, budget):
+    """Wrong (learner review): hands evaluate() the whole batch at once."""
+    results = []
+    while len(results) < budget:
+        batch = optimizer.suggest()[: budget - len(results)]
+        values = evaluate(batch)
+        optimizer.observe(batch, values)
+        results += list(zip(batch, values, strict=True))
+    optimizer.finished()
+    return results
+
+
 def pairs_first(optimizer, evaluate, budget):
     """Right, and unlike the reference: pairs built first, a walrus, a stop on an empty batch."""
     done: list[tuple[list[int], float]] = []
@@ -453,6 +465,13 @@ def test_a_wrong_search_fails_with_its_cause(search, failing, expected):
     test, *args = SEARCH_TESTS[failing]
     verdict = judge(test, *args, search=search)
     assert verdict and expected in verdict, verdict
+
+
+def test_a_search_that_evaluates_the_whole_batch_is_told_evaluate_takes_one_sample():
+    # Learner review: "a sample of 4 values, the space has 7" did not say what to change.
+    test, *args = SEARCH_TESTS[0]
+    with pytest.raises(ValueError, match=r"evaluate\(\) takes one sample \(a list of 7 ints\)"):
+        judge(test, *args, search=evaluates_the_batch)
 
 
 @pytest.mark.parametrize("search", [pairs_first, "solution"])
@@ -496,3 +515,19 @@ def test_exploration_mistakes_name_short_batches_failed_samples_and_a_missing_fi
     unfinished = record()
     unfinished.calls = unfinished.calls[:-1]
     assert any("never called finished()" in m for m in race.exploration_mistakes(unfinished))
+
+
+def one_per_call(sample_fn, batch, seed):
+    """The reference, but one sample per suggest() whatever `batch` is: it learns, and
+    loses most of its budget in XTC's loop."""
+    return solution().make_optimizer(sample_fn, 1, seed)
+
+
+def test_short_batches_are_named_before_learning():
+    # Learner review: the race said only "your suggestions hardly depend on what observe()
+    # told you" to an optimizer that learns and gave 1 sample per call.
+    verdict = race_verdict(one_per_call)
+    assert verdict, "one sample per call cannot pass at batches of 2 to 8"
+    short = verdict.index("evaluated fewer samples than the budget")
+    assert "Give exactly `batch` samples at every call" in verdict
+    assert "hardly depend" not in verdict[:short]

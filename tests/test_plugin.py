@@ -7,6 +7,9 @@ import pytest
 from xtc_katas.kata.manifest import find
 from xtc_katas.tools.repo_copy import copy_repository, edit_stub, run_pytest
 
+#: Every test here runs the CLI or pytest in a copy of the repository.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def repo(tmp_path):

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from xtc_katas import ROOT
+from xtc_katas.checks import integrity
 from xtc_katas.checks.speed_race import SpeedCheck
 from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.kata import failures, loader, progress, stubs
@@ -150,16 +151,22 @@ def kata_entry(request: pytest.FixtureRequest) -> Kata:
 
 @pytest.fixture(scope="module")
 def kata(kata_entry: Kata) -> ModuleType:
-    """The module under test: the learner's stub, or with --solutions the reference."""
+    """The module under test: the learner's stub, or with --solutions the reference.
+
+    Imported after the harness's judges were recorded (checks/integrity.py), and
+    checked against that record once imported and after each of its tests."""
     path = loader.module_path(kata_entry)
+    integrity.watch()
     try:
-        return loader.load(kata_entry)
+        module = loader.load(kata_entry)
     except Exception as exc:
         pytest.fail(
             f"{kata_entry.id}: {path.relative_to(ROOT)} does not import: "
             f"{type(exc).__name__}: {exc}\n  Fix that file, then run: pytest katas/{kata_entry.id}",
             pytrace=False,
         )
+    integrity.verify(f"{kata_entry.id}: importing {path.name}")
+    return module
 
 
 @pytest.fixture
@@ -214,8 +221,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     item.user_properties.append((BOUND, {"tasks": bound_tasks(item), "backend": backend}))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_call(item: pytest.Item) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After a kata test, the judges must be as they were (checks/integrity.py): a
+    change fails that test, and is undone for the next."""
+    try:
+        return (yield)
+    finally:
+        kata = kata_of_path(Path(item.path))
+        if kata is not None and "kata" in getattr(item, "funcargs", {}):
+            integrity.verify(f"{kata.id} › {item.name}")
+
+
+@pytest.hookimpl(tryfirst=True, specname="pytest_runtest_call")
+def _fail_fast_on_a_stub(item: pytest.Item) -> None:
     """Fail at once, before any costly setup in the test body, on an untouched stub or a
     function the learner's module lacks (renamed or deleted)."""
     module = getattr(item, "funcargs", {}).get("kata")

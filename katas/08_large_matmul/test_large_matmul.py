@@ -14,6 +14,7 @@ pytest-benchmark keeps the numpy side and the ratios (`extra_info`), so
 The naive 1024^3 schedule is never run: it takes ~6 s a call.
 """
 
+import contextlib
 import itertools
 import os
 
@@ -44,9 +45,19 @@ def threads(request):
     return request.param
 
 
-def compiled(cache, module, kata_entry, backend, threads, workdir, side="learner"):
+@pytest.fixture
+def uncaptured(pytestconfig):
+    """A context in which stderr reaches the terminal: the reference solution chooses its
+    kernel on its first run on a machine (~30 s) and says so, with a count, instead of a
+    silent pause."""
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    return capture.global_and_fixture_disabled if capture else contextlib.nullcontext
+
+
+def compiled(cache, module, kata_entry, backend, threads, workdir, uncaptured, side="learner"):
     if (side, backend.name, threads) not in cache:
-        impl, scheduler = apply_large(kata_entry, module, backend, CHALLENGE, threads)
+        with uncaptured():
+            impl, scheduler = apply_large(kata_entry, module, backend, CHALLENGE, threads)
         cache[side, backend.name, threads] = workdir.compile(
             impl, scheduler.schedule(), stem=f"large_{side}_{threads}"
         )
@@ -68,17 +79,26 @@ def tier(ratio: float) -> str:
 
 
 def test_schedule_large_computes_the_matmul(
-    compiled_modules, kata, kata_entry, backend, threads, workdir
+    compiled_modules, kata, kata_entry, backend, threads, workdir, uncaptured
 ):
-    module = compiled(compiled_modules, kata, kata_entry, backend, threads, workdir)
+    module = compiled(compiled_modules, kata, kata_entry, backend, threads, workdir, uncaptured)
     numerics.assert_computes(module, CHALLENGE, backend.name, kinds=("signed", "edge"))
 
 
 @pytest.mark.perf
 def test_schedule_large_keeps_up_with_numpy(
-    compiled_modules, kata, kata_entry, backend, threads, workdir, benchmark, peak, record_perf
+    compiled_modules,
+    kata,
+    kata_entry,
+    backend,
+    threads,
+    workdir,
+    uncaptured,
+    benchmark,
+    peak,
+    record_perf,
 ):
-    learner = compiled(compiled_modules, kata, kata_entry, backend, threads, workdir)
+    learner = compiled(compiled_modules, kata, kata_entry, backend, threads, workdir, uncaptured)
     if benchmark.disabled:
         pytest.fail(
             "08_large_matmul: this test times numpy through pytest-benchmark, which is "
@@ -86,7 +106,7 @@ def test_schedule_large_keeps_up_with_numpy(
         )
     solution = loader.load(kata_entry, solution=True)
     reference = compiled(
-        compiled_modules, solution, kata_entry, backend, threads, workdir, "reference"
+        compiled_modules, solution, kata_entry, backend, threads, workdir, uncaptured, "reference"
     )
     race = NumpyRace({"learner": learner, "reference": reference}, CHALLENGE, threads)
     a, b = race.inputs

@@ -53,11 +53,25 @@ class GraphMistake(KataFailure):
     """XTC rejected the learner's graph with a message that names another cause."""
 
 
+#: XTC 0.3.2's conv2d's check that the image's channels match the weights' (operators.py,
+#: XTCOperConv2D: "unexpected with shapes: inp_shape = ..., weight_shape = ...").
+CONV2D_SHAPE_CHECK = "unexpected with shapes: "
+
+
 def layer_graph(kata, name):
-    """kata.conv_layer_graph(name); a stride XTC's conv2d rejects is named as one."""
+    """kata.conv_layer_graph(name); a stride or a weights' layout that XTC's conv2d
+    rejects is named as such."""
     try:
         return kata.conv_layer_graph(name)
     except AssertionError as exc:
+        if CONV2D_SHAPE_CHECK in str(exc):
+            layer = RESNET18_02 if name == "ResNet18_02" else SMALL[name][0]
+            raise GraphMistake(
+                f"{KATA} › conv_layer_graph({name!r}): XTC's conv2d found the image's channels "
+                f"and the weights' disagree ({str(exc)!r}). XTC takes the image as (n, h, w, "
+                f"c) and the weights as (r, s, c, f): for this layer, weights of shape "
+                f"{layer.input_shapes[1]}"
+            ) from exc
         if CONV2D_STRIDE_CHECK not in str(exc):
             raise
         raise GraphMistake(
@@ -207,13 +221,19 @@ def test_conv_strategy_samples_vectorize_f_for_this_machine_on_one_thread(task):
         mine = cls.__module__ == task.module.__name__
         return f"defined in {task.kata.module}.py" if mine else f"from {cls.__module__}"
 
-    if not isinstance(strategy, xtc_strategy_classes()):
+    if type(strategy) not in xtc_strategy_classes():
         cls = strategy if isinstance(strategy, type) else type(strategy)
         what = "the class" if cls is strategy else "a"
+        xtc_bases = [base.__name__ for base in cls.__mro__[1:] if base in xtc_strategy_classes()]
+        kind = (
+            f"a subclass of XTC's {xtc_bases[0]} that may change what it samples"
+            if xtc_bases and cls is not strategy
+            else "not an instance of a strategy class of xtc.search.strategies"
+        )
         raise StrategyMistake(
-            f"{where} returned {what} {cls.__name__} ({origin(cls)}), not an instance "
-            "of a strategy class of xtc.search.strategies: return one built on `graph`, e.g. "
-            f"{answer}. Its samples are XTC's own schedules of this conv"
+            f"{where} returned {what} {cls.__name__} ({origin(cls)}), {kind}: return an "
+            f"instance of XTC's class itself, built on `graph`, e.g. {answer}. The task is "
+            "XTC's own space of schedules of this conv, sampled as XTC samples it"
         )
     built_on = strategy.graph.outputs_nodes[0].operation
     conv = graph.outputs_nodes[0].operation
@@ -273,17 +293,10 @@ def test_conv_strategy_samples_vectorize_f_for_this_machine_on_one_thread(task):
         return f"{len(labels)} of the {len(samples)} samples{named}"
 
     if scalar:
-        cls = type(strategy)
-        subclass = (
-            f" ({cls.__name__} is a subclass of XTC's, {origin(cls)}: return XTC's class "
-            "itself, whose generate() applies the sample)"
-            if cls not in xtc_strategy_classes()
-            else ""
-        )
         mistakes.append(
             f"{which(scalar)} vectorize nothing: their innermost loop is scalar. XTC's "
             "strategies vectorize the innermost tile of f, the output channels, when built "
-            f"with vec_size > 1: here vec_size={lanes}{subclass}"
+            f"with vec_size > 1: here vec_size={lanes}"
         )
     if narrow:
         widths = sorted(narrow.items(), key=lambda item: item[0] or 0)

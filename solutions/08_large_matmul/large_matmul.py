@@ -22,10 +22,12 @@ few candidates that fit this CPU's registers, once, and keeps the fastest in a c
 import contextlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
 from xtc.schedules.descript import descript_scheduler
 from xtc.utils.cpu import cpu_info
 
@@ -98,7 +100,17 @@ def fastest(sch: Any, specs: dict[str, dict], threads: int) -> str:
 
     backend = sch.backend
     modules = {}
-    with tempfile.TemporaryDirectory(prefix="xtc-kata08-tune-") as scratch:
+    print(
+        f"08_large_matmul reference: choosing its kernel for this CPU, once per backend and "
+        f"thread count: {len(specs)} candidates compiled, then timed side by side on "
+        f"{threads} thread(s) (the choice is kept in {CACHE / 'kata08-reference.json'})",
+        file=sys.stderr,
+        flush=True,
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="xtc-kata08-tune-") as scratch,
+        tqdm(total=len(specs) + 1, desc="  compiled", unit="kernel", file=sys.stderr) as shown,
+    ):
         workdir = Workdir(Path(scratch))
         for name, spec in specs.items():
             impl = type(backend)(backend.graph)
@@ -107,8 +119,13 @@ def fastest(sch: Any, specs: dict[str, dict], threads: int) -> str:
                 scheduler=candidate, node_name="C", abstract_dims=["i", "j", "k"], spec=spec
             )
             modules[name] = workdir.compile(impl, candidate.schedule(), stem="tune")
+            shown.update()
+        shown.set_description("  timing them side by side")
         best = time_side_by_side(modules, CHALLENGE, rounds=3, threads=threads).best
-    return min(best, key=best.__getitem__)
+        shown.update()
+        winner = min(best, key=best.__getitem__)
+        shown.set_description(f"  chose {winner}")
+    return winner
 
 
 def choice(sch: Any, threads: int) -> dict:

@@ -208,12 +208,20 @@ def register_tile(
     k = "/".join(reductions)
     k_positions = [n for n, loop in enumerate(node_loops) if loop.axis in reductions]
     last_k = max(k_positions, default=-1)
-    i_tiles = [
+    i_tiles = [  # the vector loop (innermost) is never the row tile, whatever it walks
         loop
-        for loop in node_loops[last_k + 1 :]
+        for loop in node_loops[last_k + 1 : -1]
         if loop.axis in unrolled_axes and loop.size is not None
     ]
     what = _tile_rows(unrolled_axes, j)
+    innermost = node_loops[-1] if node_loops else None
+    if not i_tiles and innermost is not None and innermost.axis in unrolled_axes:
+        return [
+            *mistakes,
+            f"the tile {innermost.name!r} of {innermost.axis!r} is the innermost loop, the "
+            f"vector: swap it with the tile of {j!r}, so that {innermost.name!r} is unrolled "
+            f"just outside a vectorized tile of {j!r} and {what} stay in registers",
+        ]
     if not i_tiles:
         first = unrolled_axes[0]
         either = " or ".join(repr(a) for a in unrolled_axes)
@@ -324,6 +332,18 @@ def parallel_outer(
     return _too_few_iterations(root, outer, sizes)
 
 
+def _free_inside(node_loops: list[Loop], name: str, axes: tuple[str, ...]) -> list[str]:
+    """The axes among `axes` whose outermost loop (the loop over their blocks) runs
+    inside loop `name`: a buffer placed at `name` spans the whole of each of them."""
+    names = [loop.name for loop in node_loops]
+    at = names.index(name)
+    return [
+        axis
+        for axis in axes
+        if any(loop.axis == axis and loop.size is None for loop in node_loops[at + 1 :])
+    ]
+
+
 def _outside_reduction(node_loops: list[Loop], name: str, k: str = "k") -> bool:
     """Whether loop `name` is outside every loop over the reduction axis `k`."""
     names = [loop.name for loop in node_loops]
@@ -409,8 +429,13 @@ def blocked(
             )
     k_tiles = [size for size in node.tiles.get(k, {}).values()]
     if not k_tiles or max(k_tiles) < 2:
+        ones = (
+            ""
+            if not k_tiles
+            else f" (a tile of {max(k_tiles)} step walks it one element at a time)"
+        )
         mistakes.append(
-            f"axis {k!r} is not walked in steps: strip_mine({k!r}, {{{k + '1'!r}: 4}}) "
+            f"axis {k!r} is not walked in steps{ones}: strip_mine({k!r}, {{{k + '1'!r}: 4}}) "
             f"(TVM's kfactor): the later steps unroll that tile and put it between a row "
             "of the block and the vector"
         )
@@ -448,8 +473,10 @@ def permuted(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[s
 
 def packed(loop_nest: Any, input_idx: int = 1, name: str = "B", k: str = "k") -> list[str]:
     """Input `input_idx` (B) is copied into a packed buffer (pack_at) at a loop outside
-    the reduction: once per block, the whole panel the block reads over k. Packed inside
-    a loop over k, the copy runs again at every step of that loop."""
+    the reduction: once per block, the whole panel the block reads over k (or, at the
+    loop over rows of blocks, all of B once per row of blocks: the same copying, 16 MiB
+    at 512^3, as TVM's tutorial packs all of B). Packed inside a loop over k, the copy
+    runs again at every step of that loop."""
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     at = [loop for loop, entry in node.pack_at.items() if entry[0] == input_idx]
@@ -474,9 +501,14 @@ def packed(loop_nest: Any, input_idx: int = 1, name: str = "B", k: str = "k") ->
 RECORDS_BUFFER_AT = ("tvm",)
 
 
-def write_cache(loop_nest: Any, backend: str, k: str = "k") -> list[str]:
-    """C's block accumulates in a write buffer, outside the reduction, with the k tile
-    unrolled. On a backend that drops buffer_at unrecorded (MLIR), only the unroll shows."""
+def write_cache(
+    loop_nest: Any, backend: str, k: str = "k", block: tuple[str, ...] = ("i", "j")
+) -> list[str]:
+    """C's block accumulates in a write buffer, outside the reduction and inside the
+    loops over blocks (of every axis in `block`), so that it holds one block, with the k
+    tile unrolled. On a backend that drops buffer_at unrecorded (MLIR), only the unroll
+    shows. (Learner review: buffer_at("i") in the order i, j, k, a row of blocks, got
+    the speed test's "your loop nest has this step's shape".)"""
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     mistakes = []
@@ -485,12 +517,20 @@ def write_cache(loop_nest: Any, backend: str, k: str = "k") -> list[str]:
             'C\'s block is accumulated where C lies: sch.buffer_at("j") gives it a write '
             "buffer, written back once the block is done"
         )
-    mistakes += [
-        f"the write buffer is at {at!r}, inside the {k!r} loop: put it at a loop outside "
-        f"{k!r}, so the block is written back once, not once per {k!r} step"
-        for at in node.buffer_at
-        if not _outside_reduction(node_loops, at, k)
-    ]
+    for at in node.buffer_at:
+        if not _outside_reduction(node_loops, at, k):
+            mistakes.append(
+                f"the write buffer is at {at!r}, inside the {k!r} loop: put it at a loop "
+                f"outside {k!r}, so the block is written back once, not once per {k!r} step"
+            )
+        elif free := _free_inside(node_loops, at, block):
+            mistakes.append(
+                f"the write buffer is at {at!r}, outside the loop over blocks of "
+                f"{' and '.join(repr(a) for a in free)} (the interchange is {node.interchange}): "
+                "it then holds a whole row or column of blocks, not one block, and at N = 512 "
+                "its rows fall into the same few L1 sets again. Put it at the last loop over "
+                f"blocks before {k!r}, so that it holds one block"
+            )
     k_tiles = [loop for loop in node_loops if loop.axis == k and loop.size is not None]
     unrolled = [tile for tile in k_tiles if tile.name in node.unroll]
     if not unrolled:

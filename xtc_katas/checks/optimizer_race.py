@@ -55,7 +55,7 @@ from xtc_katas.kata.failures import KataFailure
 #: fixed vector width, so that the space is the same on every machine.
 VEC_SIZE = 16
 BUDGET = 40
-#: XTC's default batch is 1 (ExplorationConfig), the tutorial's 4; seed s searches in
+#: XTC's default batch is 1 (ExplorationConfig), its tutorials' 5 and 8; seed s searches in
 #: batches of BATCHES[s % 6], and 40 trials in batches of 3 or 6 end on a partial batch.
 BATCHES = (1, 2, 3, 4, 6, 8)
 #: The batch sizes as messages say them ("in batches of {BATCH}"; `xtc-katas explore 12`).
@@ -149,6 +149,11 @@ class CostModel:
     roughness: float = ROUGHNESS
 
     def __call__(self, sample: Sequence[int]) -> float:
+        if len(sample) and all(isinstance(x, (list, tuple)) for x in sample):
+            raise ValueError(
+                f"evaluate() takes one sample (a list of {len(self.best)} ints) and got a list "
+                f"of {len(sample)} samples: call it once per sample of the batch"
+            )
         if len(sample) != len(self.best):
             raise ValueError(f"a sample of {len(sample)} values, the space has {len(self.best)}")
         octaves = sum(
@@ -375,6 +380,13 @@ class OptimizerRace:
         )
 
     @property
+    def short(self) -> int:
+        """Seeds on which the learner evaluated fewer samples than RandomOptimizer, which
+        fills every batch: its suggest() gave short batches (learner review: the race
+        then said only that its suggestions hardly depend on observe())."""
+        return sum(len(self.learner[s].samples) < len(self.random[s].samples) for s in self.learner)
+
+    @property
     def beats_random(self) -> bool:
         return self.wins >= self.needed
 
@@ -392,6 +404,13 @@ class OptimizerRace:
             return None
         seeds = len(self.learner)
         advice = []
+        if self.short:
+            advice.append(
+                f"on {self.short} of the {seeds} seeds your optimizer evaluated fewer samples "
+                "than the budget: suggest() gave fewer than `batch` samples, and XTC's loop "
+                "does not make up a short batch (it moves on to the next step). Give exactly "
+                "`batch` samples at every call"
+            )
         if self.repeats > len(self.learner):
             advice.append(
                 f"you suggested samples that were already evaluated ({self.repeats} times "

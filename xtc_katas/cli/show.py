@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from xtc_katas.checks.learner_schedules import (
+    STRATEGY_SEED,
     SchedulerRecorder,
     apply_large,
     apply_task,
@@ -41,6 +42,8 @@ from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
 
+#: The samples kata 07's search draws (`--sample N` shows one of them).
+EXPLORED, EXPLORED_SEED = 30, 42
 #: The kinds of task (katas/manifest.toml) whose schedule can be shown.
 SHOWN_KINDS = ("baseline", "schedule", "spec", "candidates", "strategy", "large")
 VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
@@ -71,8 +74,10 @@ def schedule_of(
             raise LookupError(f"no candidate {name!r}; {function}() has {list(specs)}")
         return (*schedule_spec(kata, specs[name], name, backend, problem), problem)
     if task.kind == "strategy":
+        if args.sample is None:  # the sample the task's speed test races
+            return (*apply_task(kata, module, function, backend, problem), problem)
         strategy = getattr(module, function)(problem.graph())
-        samples = [list(s) for s in strategy.sample(30, 42)]
+        samples = [list(s) for s in strategy.sample(EXPLORED, EXPLORED_SEED)]
         impl, scheduler = fresh_scheduler(backend, problem)
         strategy.generate(scheduler, samples[args.sample])
         return impl, scheduler, problem
@@ -214,6 +219,13 @@ def add_parser(sub: Any) -> None:
     side.add_argument("--diff", action="store_true", help="a diff of yours and the reference")
     show.add_argument("--backend", action="append", choices=BACKENDS)
     show.add_argument("--candidate", help="kata 06: the candidate's name (default: the first)")
-    show.add_argument("--sample", type=int, default=0, help="kata 07: which of the 30 samples")
+    show.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help=f"a strategy's sample N of seed {EXPLORED_SEED}, as kata 07 explores them (0 to "
+        f"{EXPLORED - 1}; default: the sample its speed test races, the first of seed "
+        f"{STRATEGY_SEED})",
+    )
     show.add_argument("--threads", type=int, default=1, help="kata 08: the thread count")
     show.set_defaults(func=main)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -33,8 +34,13 @@ def module_path(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> 
 
 
 #: What a learner's module may not import or name: the reference solutions, and the
-#: harness's judges (kata 12's hidden cost model lives in xtc_katas.checks).
-OFF_LIMITS = ("solutions", "xtc_katas.checks", "xtc_katas.tools", "xtc_katas.kata.loader")
+#: harness (kata 12's hidden cost model lives in xtc_katas.checks, the bar's constants in
+#: xtc_katas.measure.speed_rule), but for HELPERS. Code that reaches it anyway, e.g.
+#: through sys.modules, is caught when it changes it (checks/integrity.py).
+OFF_LIMITS = ("solutions", "xtc_katas")
+#: The harness's modules a learner may use, as kata 08's reference does: its problems, a
+#: work dir with fresh dump files, the side-by-side timing in a child process.
+HELPERS = ("xtc_katas.kata.problems", "xtc_katas.measure.workdir", "xtc_katas.measure.timing")
 
 
 class ReadsTheReference(KataFailure):
@@ -54,18 +60,25 @@ def reference_reads(path: Path) -> list[str]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
-            names = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+            names = [f"{module}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             # importlib.import_module("..."), a path to solutions/...: a dotted or
             # slashed name, not a word in a docstring
-            names = [bad for bad in OFF_LIMITS for sep in "./" if f"{bad}{sep}" in node.value]
+            names = re.findall(rf"\b(?:{'|'.join(OFF_LIMITS)})[./][\w./]*", node.value)
         else:
             continue
         for name in names:
-            if any(name == bad or name.startswith((f"{bad}.", f"{bad}/")) for bad in OFF_LIMITS):
+            if _off_limits(name):
                 found.append(f"line {node.lineno}: {name!r}")
                 break
     return found
+
+
+def _off_limits(name: str) -> bool:
+    def under(parent: str) -> bool:
+        return name == parent or name.startswith((f"{parent}.", f"{parent}/"))
+
+    return any(under(bad) for bad in OFF_LIMITS) and not any(under(ok) for ok in HELPERS)
 
 
 def load(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> ModuleType:

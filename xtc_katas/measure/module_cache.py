@@ -157,6 +157,19 @@ def load(path: Path, graph: Any, fresh_path: str) -> Any | None:
     )
 
 
+#: The entries this process stored: dropped if the harness is found changed while it ran
+#: (checks/integrity.py), since a changed harness may have stored a wrong kernel.
+STORED: list[Path] = []
+
+
+def forget_stored() -> int:
+    """Remove the entries this process stored; how many there were."""
+    count = len(STORED)
+    while STORED:
+        shutil.rmtree(STORED.pop(), ignore_errors=True)
+    return count
+
+
 def store(path: Path, module: Any) -> None:
     """Keep `module`'s shared library and fields at `path`: written aside, renamed in."""
     if getattr(module, "file_type", None) != "shlib":
@@ -169,6 +182,7 @@ def store(path: Path, module: Any) -> None:
         shutil.copyfile(module.file_name, scratch / "module.so")
         (scratch / "module.json").write_text(json.dumps(meta))
         os.rename(scratch, path)  # atomic; fails if another process stored it first
+        STORED.append(path)
     except OSError:
         shutil.rmtree(scratch, ignore_errors=True)
 

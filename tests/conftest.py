@@ -1,0 +1,31 @@
+"""The harness's own suite: a test that copies the repository must say so.
+
+A repository copy (xtc_katas/tools/repo_copy.py) runs pytest or xtc-katas in a fresh
+process: seconds to a minute each. Those tests carry the `slow` marker, so that
+`pytest tests -m "not slow"` stays a loop of well under a minute; this guard fails an
+unmarked test at its first copy, naming the marker to add.
+"""
+
+from __future__ import annotations
+
+import shutil
+import types
+
+import pytest
+
+from xtc_katas.tools import repo_copy
+
+
+@pytest.fixture(autouse=True)
+def _repository_copies_are_marked_slow(request: pytest.FixtureRequest, monkeypatch) -> None:
+    if request.node.get_closest_marker("slow"):
+        return
+
+    def copytree(*args, **kwargs):
+        pytest.fail(
+            f"{request.node.nodeid} copies the repository (repo_copy.copy_repository): "
+            "mark it @pytest.mark.slow, so that `pytest tests -m 'not slow'` leaves it out"
+        )
+
+    guarded = types.SimpleNamespace(**{**vars(shutil), "copytree": copytree})
+    monkeypatch.setattr(repo_copy, "shutil", guarded)
