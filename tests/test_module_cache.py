@@ -144,3 +144,38 @@ def test_a_second_store_of_one_key_leaves_the_first(cache, tmp_path):
     module_cache.store(entry, module)  # as a second pytest-xdist worker would
     assert (entry / "module.so").read_bytes() == before
     assert [p.name for p in entry.parent.iterdir()] == [entry.name]  # no scratch left
+
+
+HOST_RUNTIME = """
+import sys
+from xtc.runtimes.host import runtime
+if sys.argv[1] == "hit":  # a second process must not build it again
+    def refuse(*args):
+        raise AssertionError("XTC's host runtime was compiled again")
+    runtime._compile_runtime = refuse
+from xtc_katas.measure import isolation, module_cache
+isolation._prepare_host_runtime()
+entries = runtime.resolve_runtime(runtime.RuntimeType.HOST)
+assert "evaluate_perf" in entries, sorted(entries)
+print("host runtime", sorted(module_cache.cache_root().glob("host-runtime/*.so")))
+"""
+
+
+def test_xtcs_host_runtime_is_compiled_once_per_machine(tmp_path):
+    import subprocess
+    import sys
+
+    from xtc_katas.tools.repo_copy import learner_env
+
+    env = learner_env(XTC_KATAS_CACHE_DIR=str(tmp_path / "cache"))
+    for run in ("miss", "hit"):
+        done = subprocess.run(
+            [sys.executable, "-c", HOST_RUNTIME, run],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "host-runtime" in done.stdout and ".so" in done.stdout, done.stdout

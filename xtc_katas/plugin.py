@@ -234,7 +234,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_call")
-def _fail_fast_on_a_stub(item: pytest.Item) -> None:
+def pytest_runtest_call_stub_first(item: pytest.Item) -> None:
     """Fail at once, before any costly setup in the test body, on an untouched stub or a
     function the learner's module lacks (renamed or deleted)."""
     module = getattr(item, "funcargs", {}).get("kata")

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from xtc_katas.kata.failures import KataFailure
+from xtc_katas.measure import module_cache
 
 T = TypeVar("T")
 
@@ -65,10 +66,13 @@ def _prepare_host_runtime() -> None:
 
     XTC compiles its C host runtime with gcc (~0.6 s) the first time a process passes
     arrays to a kernel. Done in each child, every MLIR kernel run would pay it again;
-    done here once, every child inherits it. Building it runs no kernel: fork stays safe.
+    done here once, every child inherits it, and the module cache keeps the library for
+    the next process (module_cache.host_runtime). Building it runs no kernel: fork stays
+    safe.
     """
     from xtc.runtimes.host.runtime import RuntimeType, resolve_runtime
 
+    module_cache.host_runtime()
     resolve_runtime(RuntimeType.HOST)
 
 

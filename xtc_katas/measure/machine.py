@@ -9,7 +9,9 @@ the core count.
 `XTC_KATAS_ISA=avx2` compiles every harness kernel as for an AVX2 machine (8 float32
 lanes, 16 vector registers) on an AVX-512 host, and makes XTC's `cpu_info()` say so:
 `python -m xtc_katas.tools.flakecheck --isa avx2` checks the judgements of an AVX2 machine
-without one (numpy still runs this machine's BLAS kernel).
+without one; it also runs numpy on OpenBLAS's AVX2 kernel (OPENBLAS_CORETYPE=Haswell,
+OPENBLAS_KERNELS) unless that is set. OpenBLAS reads it when numpy loads, so for a plain
+pytest run under XTC_KATAS_ISA set it in the same command line.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ EMULATED = {
     "avx2": {"tvm": {"target": "x86_64", "arch": "avx2"}, "mlir": {"cpu": "haswell"}},
 }
 LANES = {"avx2": 8}
+#: OpenBLAS's kernel for an emulated ISA (kata 08 races numpy as that machine runs it).
+OPENBLAS_KERNELS = {"avx2": "Haswell"}
 
 
 def emulated_isa() -> str | None:

@@ -88,7 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.isa:  # inherited by every pytest run
         os.environ[machine.ISA_ENV] = args.isa
+        # numpy as on such a machine: OpenBLAS reads it when numpy loads, in each run
+        os.environ.setdefault("OPENBLAS_CORETYPE", machine.OPENBLAS_KERNELS[args.isa])
     print(f"machine: {machine.describe()}", flush=True)
+    if args.isa:
+        print(f"numpy: OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}", flush=True)
     hog = multiprocessing.Process(target=_burn, daemon=True) if args.hog else None
     if hog:
         hog.start()
