@@ -56,7 +56,9 @@ ATTACKS = [
     Attack(
         "the speed rule's headroom",
         9,
-        "import xtc_katas.measure.speed_rule as _rule\n_rule.HEADROOM = 0.01\n" + FUSED,
+        # the reviewer's `import xtc_katas.measure.speed_rule` is refused by name (loader.py,
+        # tests/test_loader.py); through sys.modules it reaches the module
+        'import sys\nsys.modules["xtc_katas" + ".measure.speed_rule"].HEADROOM = 0.01\n' + FUSED,
         "fused",
         "xtc_katas.measure.speed_rule.HEADROOM",
     ),
@@ -92,7 +94,8 @@ ATTACKS = [
     Attack(
         "the module cache's store",
         10,
-        "import xtc_katas.measure.module_cache as _mc\n"
+        "import sys\n"
+        '_mc = sys.modules["xtc_katas" + ".measure.module_cache"]\n'
         "_orig = _mc.compile_cached\n"
         "def _poisoned(key, graph, fresh_path, build):\n"
         "    return _orig(key, graph, fresh_path, build)\n"
