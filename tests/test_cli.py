@@ -138,6 +138,7 @@ def test_watch_falls_back_to_enter_when_asked(repo):
     assert "press Enter to re-run" in out
 
 
+@pytest.mark.perf  # explore times the search's candidates
 def test_explore_shows_the_search_a_table_and_a_plot(repo):
     code, out = cli(repo, "explore", "6", "--backend", "mlir", "--solutions")
     assert code == 0, out
@@ -146,6 +147,7 @@ def test_explore_shows_the_search_a_table_and_a_plot(repo):
     assert plot.endswith(".png") and os.path.getsize(plot) > 1000
 
 
+@pytest.mark.perf  # report races the learner's kernels
 def test_report_measures_a_passing_kata_against_the_reference(repo):
     solve(repo, 4)
     code, out = cli(repo, "run", "4", "--backend", "mlir", "-m", "not perf")

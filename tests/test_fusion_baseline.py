@@ -278,6 +278,7 @@ def test_a_spec_is_read_once_whatever_its_dict_class_says():
 
 
 @pytest.mark.slow
+@pytest.mark.perf  # kata 09's speed race runs in the copy
 def test_gaming_answers_with_poor_fused_kernels_fail_keeps_up(tmp_path):
     # Before one call built both kernels, these answers raced their poor fused kernels
     # against naive schedules and kept up "with themselves unfused".

@@ -131,6 +131,7 @@ def test_a_module_that_changes_the_judges_fails_every_test_naming_the_change(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.perf  # kata 04's speed race runs in the copy
 def test_the_rest_of_the_run_is_judged_by_the_harness_as_it_was(tmp_path):
     """Kata 09's module lowers the speed rule's headroom at import; kata 04's solved
     register tile, tested after it in the same run, is raced against the real bar."""

@@ -109,6 +109,7 @@ def test_the_new_kata_fails_on_its_stub_with_the_stubs_message(repo):
     assert code == 0, out
 
 
+@pytest.mark.perf  # the new kata's speed race runs in the copy
 def test_the_new_kata_passes_on_its_solution_speed_race_included(repo):
     code, out = run_pytest(repo, f"katas/{DEMO}", "--solutions", "--backend", "mlir")
     assert code == 0, out

@@ -115,6 +115,7 @@ def test_percent_of_peak_of_raises_when_evaluation_fails(kata):
         pytest.fail("a failed evaluation (code != 0) must raise RuntimeError, not return a number")
 
 
+@pytest.mark.perf  # the harness times the kernel too: not beside other tests (pytest -n)
 def test_percent_of_peak_of_a_real_module_agrees_with_the_harness(
     kata, backend, workdir, peak, record_perf
 ):

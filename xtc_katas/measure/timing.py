@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.isolation import run_isolated
 from xtc_katas.measure.numerics import check_arrays
@@ -74,6 +75,32 @@ class Timings:
         return statistics.median(slow_s / fast_s for slow_s, fast_s in pairs)
 
 
+#: pytest-xdist names each of its workers in their environment, and a process a worker
+#: starts (a harness test's repository copy) inherits the name.
+XDIST_WORKER = "PYTEST_XDIST_WORKER"
+
+
+class CoresShared(KataFailure):
+    """Kernels were to be timed while pytest-xdist runs other tests on the same cores."""
+
+
+def require_own_cores(what: str) -> None:
+    """Refuse to time `what` under pytest-xdist: the figures would measure the neighbour.
+
+    The plugin leaves the kata's perf tests out under `pytest -n`; this catches the rest,
+    e.g. a test of the harness's own suite that runs a kata's speed races in a repository
+    copy from an xdist worker without being marked perf (tox runs those serially).
+    """
+    worker = os.environ.get(XDIST_WORKER)
+    if worker:
+        raise CoresShared(
+            f"{what} would be timed while pytest-xdist runs other tests beside it (worker "
+            f"{worker}, or a process it started): the figures would measure the neighbour. "
+            "Run it without -n (pytest -m perf); a harness test that starts it in a "
+            "repository copy must be marked @pytest.mark.perf"
+        )
+
+
 def time_side_by_side(
     modules: dict[str, Any],
     problem: Problem,
@@ -86,8 +113,10 @@ def time_side_by_side(
 
     The kernels run in one child process (isolation.py): a crash fails the test only.
     With `threads`, on exactly that many threads (limit_threads); without, on what the
-    runtimes were told (backends.set_thread_defaults).
+    runtimes were told (backends.set_thread_defaults). Never under pytest-xdist
+    (require_own_cores).
     """
+    require_own_cores(f"{', '.join(modules)} on {problem.label}")
     inputs = problem.inputs("random", seed=0)
     check_arrays(inputs, problem.input_shapes, problem.dtype)
     return run_isolated(
@@ -236,6 +265,7 @@ class NumpyRace:
     numpy: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        require_own_cores(f"{', '.join(self.modules)} against numpy on {self.problem.label}")
         self.inputs = self.problem.inputs("random", seed=0)
         check_arrays(self.inputs, self.problem.input_shapes, self.problem.dtype)
         self.out = np.empty(self.problem.output_shape, dtype=self.problem.dtype)
