@@ -371,29 +371,6 @@ def run_planted(repo, planted: Planted) -> tuple[int, str]:
 
 #: Plausible right answers that differ from the reference: they must pass, speed included.
 RIGHT = {
-    "relu fused at i around a 2x16 tile": Planted(
-        9,
-        FUSED,
-        '    sch.strip_mine("i", {"i1": 2})\n'
-        '    sch.strip_mine("j", {"j1": 16})\n'
-        '    sch.interchange(["i", "j", "k", "i1", "j1"])\n'
-        '    sch.unroll({"i1": 2})\n'
-        '    sch.vectorize(["j1"])\n'
-        '    sch.fuse_consumer_at("i")\n'
-        "    return\n",
-        ("-k", "schedule_fused"),
-        ("6 passed",),
-    ),
-    "blocks of 64 rows": Planted(
-        10,
-        '    """Step 1: compute C in 32x32 blocks',
-        '    sch.strip_mine("i", {"i1": 64})\n'
-        '    sch.strip_mine("j", {"j1": 32})\n'
-        '    sch.strip_mine("k", {"k1": 4})\n'
-        '    sch.interchange(["i", "j", "k", "k1", "i1", "j1"])\n    return\n',
-        ("-k", "gemm_blocking"),
-        ("6 passed",),
-    ),
     "a plain hill climber": Planted(
         12,
         '    """An optimizer of your design',
