@@ -1,12 +1,18 @@
-"""SpeedCheck re-races a near miss and fails a slow kernel at once (speed_race.py)."""
+"""SpeedCheck re-races a near miss and fails a slow kernel at once, and stops a race
+early only where its verdict is settled (speed_race.py)."""
+
+import statistics
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from xtc_katas.checks import speed_race
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import TUTORIAL
+from xtc_katas.measure import timing
 from xtc_katas.measure.backends import KataBackend
-from xtc_katas.measure.speed_rule import Race, SpeedBelowBar
+from xtc_katas.measure.speed_rule import Race, SpeedBelowBar, step_pays
 
 
 class Typical:
@@ -21,7 +27,9 @@ def check(monkeypatch, learner_readings):
     timed = []
     monkeypatch.setattr(speed_race, "race_kernels", lambda *a, **k: ({}, lambda t: next(races)))
     monkeypatch.setattr(
-        speed_race, "time_side_by_side", lambda modules, problem: timed.append(1) or Typical()
+        speed_race,
+        "time_side_by_side",
+        lambda modules, problem, settled: timed.append(1) or Typical(),  # early stop given
     )
     recorded = {}
     speed_check = speed_race.SpeedCheck(
@@ -59,3 +67,86 @@ def test_a_slow_kernel_is_not_advised_about_the_other_backend():
     assert speed_race.speed_hint(hints, "mlir") == hints[-1]
     tvm = speed_race.speed_hint(hints, "tvm")
     assert not tvm.startswith("On MLIR") and "parallelize" in tvm
+
+
+# --- a race stops early only where its verdict is settled ----------------------------------
+
+
+def read_race(t) -> Race:
+    """How SpeedCheck reads a race with a previous step (race_kernels)."""
+    return Race(
+        learner=t.speedup("learner", "naive"),
+        reference=t.speedup("reference", "naive"),
+        previous=t.speedup("previous", "naive"),
+    )
+
+
+def outcome(race: Race, cap) -> tuple[int, bool]:
+    """What SpeedCheck does with a race: pass (2), race again (1), fail (0); the note."""
+    value = speed_race.bar(race, cap).value
+    standing = 2 if race.learner >= value else 1 if race.learner >= 0.5 * value else 0
+    return standing, step_pays(race)
+
+
+seconds = st.floats(1e-4, 1e-1)
+kernel_rounds = st.lists(seconds, min_size=timing.ROUNDS, max_size=timing.ROUNDS)
+
+
+@given(
+    naive=kernel_rounds,
+    learner=kernel_rounds,
+    reference=kernel_rounds,
+    previous=kernel_rounds,
+    cap=st.none() | st.floats(1, 1000),
+)
+def test_a_race_settled_early_gets_the_verdict_of_all_its_rounds(
+    naive, learner, reference, previous, cap
+):
+    rounds = {"naive": naive, "learner": learner, "reference": reference, "previous": previous}
+    full = timing.Timings(rounds=rounds, planned=timing.ROUNDS)
+    settled = speed_race.settled(read_race, cap)
+    for done in range(timing.MIN_ROUNDS, timing.ROUNDS):
+        early = timing.Timings(
+            rounds={name: times[:done] for name, times in rounds.items()}, planned=timing.ROUNDS
+        )
+        if settled(early):
+            assert outcome(read_race(early), cap) == outcome(read_race(full), cap)
+
+
+class Kernel:
+    """A compiled module whose calls take `seconds` in turn (XTC's evaluator protocol)."""
+
+    def __init__(self, *seconds: float) -> None:
+        self.seconds = seconds
+        self.calls = 0
+
+    def get_evaluator(self, **options):
+        return self
+
+    def evaluate(self):
+        self.calls += 1
+        return [self.seconds[self.calls % len(self.seconds)]], 0, ""
+
+
+@pytest.mark.parametrize(
+    ("learner_s", "rounds"),
+    [((0.01, 0.012), timing.MIN_ROUNDS), ((0.06, 0.08), timing.ROUNDS)],
+    ids=["clear pass: stops", "either side of the bar: every round"],
+)
+def test_a_race_stops_once_settled_and_not_before(learner_s, rounds):
+    # naive 1 s, reference 0.05 s (20x): the bar is 14x. Rounds of 100x and 83x pass
+    # whatever comes next; rounds of 16.7x and 12.5x leave the verdict open to the last.
+    from xtc_katas.kata.problems import TUTORIAL
+
+    def read(t):
+        return Race(
+            learner=t.speedup("learner", "naive"), reference=t.speedup("reference", "naive")
+        )
+
+    modules = {"naive": Kernel(1.0), "learner": Kernel(*learner_s), "reference": Kernel(0.05)}
+    inputs = TUTORIAL.inputs("random", seed=0)
+    timings = timing._time_interleaved(
+        modules, TUTORIAL, inputs, timing.ROUNDS, 2, 1e-4, None, speed_race.settled(read, None)
+    )
+    assert len(timings.rounds["learner"]) == rounds
+    assert statistics.median(timings.rounds["naive"]) == 1.0

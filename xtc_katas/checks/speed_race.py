@@ -19,8 +19,9 @@ from xtc_katas.kata.manifest import Kata
 from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import KataBackend
-from xtc_katas.measure.speed_rule import Bar, Race, bar, judge
+from xtc_katas.measure.speed_rule import Bar, Race, bar, judge, step_pays
 from xtc_katas.measure.timing import (
+    Bounded,
     Timings,
     format_percent,
     percent_of_peak,
@@ -151,6 +152,28 @@ RACES = 3
 NEAR_MISS = 0.5
 
 
+def settled(speedups: Callable[[Timings], Race], cap: float | None) -> Callable[[Timings], bool]:
+    """A running race's test: True once no further round can change what SpeedCheck
+    does with it (pass; miss narrowly, and race again; miss widely) nor whether the step
+    pays (its note). Each is monotone in every speedup, so the two ends of the race's
+    range (Timings.speedup_range) decide it: the learner low and the references high,
+    then the reverse; where both ends agree, every value between them does too."""
+
+    def standing(race: Race) -> int:
+        value = bar(race, cap).value
+        return 2 if race.learner >= value else 1 if race.learner >= NEAR_MISS * value else 0
+
+    def decided(timings: Timings) -> bool:
+        def case(*low: str) -> Race:
+            return speedups(Bounded(timings, frozenset(low)))  # type: ignore[arg-type]
+
+        return standing(case("learner")) == standing(case("reference", "previous")) and (
+            step_pays(case("reference")) == step_pays(case("previous"))
+        )
+
+    return decided
+
+
 @dataclass
 class SpeedCheck:
     """Judge one task's speed on this machine, against figures from the same run."""
@@ -186,7 +209,7 @@ class SpeedCheck:
         why = task.no_gain_reason(self.backend.name) if task else ""
         readings: list[float] = []
         for _ in range(RACES):
-            timings = time_side_by_side(modules, problem)
+            timings = time_side_by_side(modules, problem, settled=settled(speedups, cap))
             result = speedups(timings)
             applied = bar(result, cap, why)
             readings.append(result.learner)

@@ -79,10 +79,16 @@ class Bar:
         return speedup / self.value
 
 
+def step_pays(race: Race) -> bool:
+    """Whether this step's reference beat the previous step's by ABOVE_PREVIOUS (True
+    where there is no previous step)."""
+    return race.previous is None or race.reference >= ABOVE_PREVIOUS * race.previous
+
+
 def step_note(race: Race, why: str = "") -> str:
     """One line when the step does not pay here: both speedups, and `why` if known; ""
     when it pays or there is no previous step."""
-    if race.previous is None or race.reference >= ABOVE_PREVIOUS * race.previous:
+    if step_pays(race):
         return ""
     gain = race.reference / race.previous
     verb = "ran slower than" if gain < 1 else f"gained only {gain:.2f}x over"

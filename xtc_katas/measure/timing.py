@@ -23,13 +23,22 @@ in microseconds), and it doubled the naive kernel's cost. Such a kernel is the b
 so its time in a round divides every other kernel's in that round: fewer samples of it
 move the learner's, the reference's and the previous step's speedups together, never
 one against another, and the bar (0.7 x the reference's) moves with them.
+
+A race may stop after MIN_ROUNDS rounds when its verdict is settled (`settled`): when no
+values the remaining rounds could bring would change it. Each speedup is a median over
+the planned rounds, so its final value lies between the median of the rounds done with
+the missing ones at 0 and at infinity (Timings.speedup_range); where the whole range
+gives one verdict, the remaining rounds are not run. The verdict is exactly the one the
+planned rounds would give; only the figures shown are medians of fewer rounds.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +55,8 @@ SAMPLES = 40
 SAMPLE_S = 2e-4
 ROUND_S = 0.1  # a slow kernel (naive on a large problem) takes fewer samples per round
 SLOW_CALL_S = 0.01  # from this long a call on, one call per sample and no warm-up
+#: A race whose verdict is settled may stop after this many of its rounds (of ROUNDS).
+MIN_ROUNDS = 3
 
 
 @dataclass
@@ -54,6 +65,9 @@ class Timings:
 
     best: dict[str, float] = field(default_factory=dict)
     rounds: dict[str, list[float]] = field(default_factory=dict)
+    #: The rounds the race was to run: more than len(rounds[...]) while it runs, or when
+    #: it stopped early.
+    planned: int = 0
 
     def typical(self, name: str) -> float:
         """The kernel's median over the rounds of its best time in a round: the time the
@@ -71,8 +85,36 @@ class Timings:
         its identical twin 33x, and kata 05's parallel reference 113x against its twin's
         57x: each a single lucky window, in 2 of 5 runs over all katas.
         """
+        return statistics.median(self._ratios(fast, slow))
+
+    def speedup_range(self, fast: str, slow: str) -> tuple[float, float]:
+        """The lowest and highest value `speedup` can take once the planned rounds are
+        all run, whatever the missing rounds bring: the median is monotone in each
+        round's ratio, so the missing ratios at 0, then at infinity, give the bounds."""
+        ratios = self._ratios(fast, slow)
+        missing = max(0, self.planned - len(ratios))
+        return (
+            statistics.median(ratios + [0.0] * missing),
+            statistics.median(ratios + [math.inf] * missing),
+        )
+
+    def _ratios(self, fast: str, slow: str) -> list[float]:
         pairs = zip(self.rounds[slow], self.rounds[fast], strict=True)
-        return statistics.median(slow_s / fast_s for slow_s, fast_s in pairs)
+        return [slow_s / fast_s for slow_s, fast_s in pairs]
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """A view of a running race's Timings whose `speedup` is one end of its range: the
+    low end for the kernels in `low`, the high end for the others. Feeding it to the
+    code that reads a Race from Timings gives the race's worst or best case."""
+
+    timings: Timings
+    low: frozenset[str]
+
+    def speedup(self, fast: str, slow: str) -> float:
+        low, high = self.timings.speedup_range(fast, slow)
+        return low if fast in self.low else high
 
 
 #: pytest-xdist names each of its workers in their environment, and a process a worker
@@ -108,13 +150,15 @@ def time_side_by_side(
     samples: int = SAMPLES,
     sample_s: float = SAMPLE_S,
     threads: int | None = None,
+    settled: Callable[[Timings], bool] | None = None,
 ) -> Timings:
     """Time every module on the same inputs, interleaved, `rounds` times; keep the minima.
 
     The kernels run in one child process (isolation.py): a crash fails the test only.
     With `threads`, on exactly that many threads (limit_threads); without, on what the
     runtimes were told (backends.set_thread_defaults). Never under pytest-xdist
-    (require_own_cores).
+    (require_own_cores). With `settled`, the race stops after MIN_ROUNDS or more rounds
+    as soon as `settled(timings)` says no further round could change its verdict.
     """
     require_own_cores(f"{', '.join(modules)} on {problem.label}")
     inputs = problem.inputs("random", seed=0)
@@ -128,6 +172,7 @@ def time_side_by_side(
         samples,
         sample_s,
         threads,
+        settled,
         what="a kernel timed side by side",
     )
 
@@ -162,6 +207,7 @@ def _time_interleaved(
     samples: int,
     sample_s: float,
     threads: int | None,
+    settled: Callable[[Timings], bool] | None = None,
 ) -> Timings:
     if threads is not None:
         limit_threads(threads)
@@ -183,10 +229,12 @@ def _time_interleaved(
         number = max(1, round(sample_s / one_call))
         repeat = max(3, min(samples, int(ROUND_S / (number * one_call))))
         evaluators[name] = evaluator(module, number, repeat)
-    timings = Timings(rounds={name: [] for name in modules})
-    for _ in range(rounds):
+    timings = Timings(rounds={name: [] for name in modules}, planned=rounds)
+    for done in range(1, rounds + 1):
         for name, each in evaluators.items():
             timings.rounds[name].append(min(_evaluate(each, name)))
+        if settled and MIN_ROUNDS <= done < rounds and settled(timings):
+            break
     timings.best = {name: min(values) for name, values in timings.rounds.items()}
     return timings
 
