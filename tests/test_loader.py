@@ -4,6 +4,8 @@ Learner review (issue 20): importing the reference solution, or kata 12's hidden
 model, passed every test: the tests then judged the reference or the judge itself.
 """
 
+import os
+
 import pytest
 
 from xtc_katas.kata import loader
@@ -65,3 +67,18 @@ def test_no_stub_and_no_solution_reads_the_reference():
     for kata in katas():
         assert loader.reference_reads(kata.stub_path()) == [], kata.id
         assert loader.reference_reads(kata.solution_path()) == [], kata.id
+
+
+def test_a_save_that_keeps_the_size_and_the_second_runs_the_new_code(tmp_path, monkeypatch):
+    # Python reuses a __pycache__ file while its source keeps the size and the mtime
+    # second: a learner's quick save in `watch` would then run the old code.
+    monkeypatch.setattr("sys.dont_write_bytecode", False)
+    kata = find("10")
+    stub = kata.stub_path(tmp_path)
+    stub.parent.mkdir(parents=True)
+    stub.write_text("def gemm_blocking(sch):\n    return 4\n")
+    stamp = stub.stat().st_mtime_ns
+    assert loader.load(kata, solution=False, root=tmp_path).gemm_blocking(None) == 4
+    stub.write_text("def gemm_blocking(sch):\n    return 8\n")
+    os.utime(stub, ns=(stamp, stamp))
+    assert loader.load(kata, solution=False, root=tmp_path).gemm_blocking(None) == 8

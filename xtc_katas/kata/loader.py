@@ -98,7 +98,10 @@ def load(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> ModuleT
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        # Compiled from the source every time, never from a __pycache__ file: Python
+        # trusts a .pyc whose source has the same size and mtime second, so a save that
+        # keeps the size within a second of the last run (`watch`) would run old code.
+        exec(compile(path.read_bytes(), path, "exec"), module.__dict__)
     except BaseException:
         del sys.modules[name]
         raise
