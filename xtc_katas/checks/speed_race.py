@@ -208,8 +208,9 @@ class SpeedCheck:
         threads = cores() if task and task.parallel else 1
         why = task.no_gain_reason(self.backend.name) if task else ""
         readings: list[float] = []
+        done = settled(speedups, cap)
         for _ in range(RACES):
-            timings = time_side_by_side(modules, problem, settled=settled(speedups, cap))
+            timings = time_side_by_side(modules, problem, settled=done)
             result = speedups(timings)
             applied = bar(result, cap, why)
             readings.append(result.learner)
