@@ -2,7 +2,8 @@
 schedule, at 1 thread and with its parallel loop, for both SIMD widths it meets.
 
 A CI run once chose a plain candidate at 1 thread whose parallel variant parallelized
-`k`, its first loop (the reduction): TVM refused to compile it at 2 threads. The
+`k`, its first loop (the reduction): TVM refused to compile it at 2 threads. A split
+candidate (`i[0:1008]`, `i[1008:]`) parallelizes a loop in each of its parts. The
 tuning itself needs a quiet machine; these checks only build the schedules.
 """
 
@@ -19,6 +20,17 @@ from xtc_katas.kata.problems import CHALLENGE
 KATA = find(8)
 
 
+def parallel_loops(spec: dict) -> list[str]:
+    """The loops a spec parallelizes, those of each part of a split included."""
+    found = []
+    for loop, notes in spec.items():
+        if "[" in loop:
+            found += parallel_loops(notes)
+        elif notes.get("parallelize"):
+            found.append(loop)
+    return found
+
+
 @pytest.mark.parametrize("lanes", [8, 16], ids=["avx2", "avx512"])
 def test_every_candidate_and_its_parallel_variant_is_a_valid_schedule(backend, lanes):
     from xtc.schedules.descript import descript_scheduler
@@ -26,8 +38,8 @@ def test_every_candidate_and_its_parallel_variant_is_a_valid_schedule(backend, l
     reference = loader.load(KATA, solution=True)
     for name, spec in reference.candidates(lanes).items():
         for variant, each in reference.with_threads(spec, name).items():
-            parallel = [loop for loop, notes in each.items() if notes.get("parallelize")]
-            assert parallel in ([], ["i"], ["j"]), (variant, parallel)
+            parallel = parallel_loops(each)
+            assert parallel in ([], ["i"], ["j"], ["j", "j"]), (variant, parallel)
             _, scheduler = fresh_scheduler(backend, CHALLENGE)
             descript_scheduler(
                 scheduler=scheduler, node_name="C", abstract_dims=["i", "j", "k"], spec=each

@@ -165,8 +165,8 @@ def test_schedule_large_keeps_up_with_numpy(
         f"numpy's speed on {backend} with {threads} thread(s) (median of {NUMPY_ROUNDS} "
         "side-by-side rounds)",
         "pack A and B (TVM), a register micro-kernel that fits this CPU's vector registers "
-        "(i#8 x j#32 or i#4 x j#64 on AVX-512, i#4 x j#16 on AVX2), blocks of k that fit in "
-        "L2; see the lesson's challenge section",
+        "(i#8 x j#32 or i#4 x j#64 on AVX-512, i#4 x j#16 on AVX2, or 6 rows with a split "
+        "of i), blocks of k that fit in L2; see the lesson's challenge section",
         f"XTC {figures['xtc_ms']} ms, the reference {figures['reference_ms']} ms, numpy "
         f"{figures['numpy_ms']} ms ({kernel}); your tier: {tier(result.learner)}",
     )

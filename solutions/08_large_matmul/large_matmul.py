@@ -15,8 +15,9 @@ Read README.md in this folder first (start with TVM: packing works on TVM only i
 
 This reference picks its micro-kernel and cache blocks per machine, the way ATLAS and
 OpenBLAS pick a kernel per CPU: the best shape differs from one CPU to the next (8x32
-on an AMD EPYC, 4x64 on an Intel Xeon, both AVX-512; 4x16 on AVX2), so it measures a
-few candidates that fit this CPU's registers, once, and keeps the fastest in a cache file.
+on an AMD EPYC, 4x64 on one Intel Xeon and 6x64 with a split of i on another, all
+AVX-512; 4x16 or 6x16 on AVX2), so it measures the candidates that fit this CPU's
+registers, once, and keeps the fastest in a cache file.
 """
 
 import contextlib
@@ -41,26 +42,42 @@ BLOCKS = ((32, 512), (32, 256), (64, 256))
 MIN_ACCUMULATORS = 8
 
 
-def micro_kernels(lanes: int, registers: int) -> list[tuple[int, int]]:
+#: Rows, columns and depth of the challenge.
+SIZE = 1024
+
+
+def micro_kernels(lanes: int, registers: int, rows: tuple[int, ...] = (2, 4, 8)) -> list:
     """(rows, vectors) of C held in registers: rows x vectors accumulators, at least
     MIN_ACCUMULATORS of them, plus one register per vector of B and one for A's
     broadcast, within the machine's vector registers."""
     return [
-        (rows, vectors)
-        for rows in (2, 4, 8)
+        (height, vectors)
+        for height in rows
         for vectors in (1, 2, 4)
-        if rows * vectors >= MIN_ACCUMULATORS
-        and rows * vectors + vectors + 1 <= registers
-        and 1024 % (vectors * lanes) == 0
+        if height * vectors >= MIN_ACCUMULATORS
+        and height * vectors + vectors + 1 <= registers
+        and SIZE % (vectors * lanes) == 0
     ]
+
+
+#: Micro-kernels whose rows do not divide SIZE, for more accumulators than a power of two
+#: fits: BLIS's AVX2 sgemm kernel is 6x16 (12 accumulators, 15 of the 16 ymm registers),
+#: where 4x16 has 8, exactly the 2 FMA units x 4 cycles of latency, with no slack.
+SPLIT_ROWS = (6, 12)
+#: The rows left below the last whole block of a split kernel run a 4-row kernel.
+TAIL_ROWS = 4
 
 
 #: GOTO's outermost loop: blocks of this many columns of C (BLIS's nc), so that the packed
 #: panels of B a block of rows reads stay in L2 (a 256 x 512 panel is 512 KiB).
 BLOCK_J = 512
-#: Steps of k unrolled in the micro-kernel: 2 in the first candidates, 8 in the GOTO ones
-#: (on an AVX2 Intel Xeon, family 6 model 167, emulated: 8 gained 4-8% over 2).
-UNROLL_K = (2, 8)
+#: Steps of k unrolled in the micro-kernel of the first candidates.
+UNROLL_K = 2
+#: GOTO's candidates, (depth of k per block, steps of k unrolled): (256, 8) won on an Intel
+#: Xeon family 6 model 167 (AVX-512, and as AVX2: 8 gained 4-8% over 2); (512, 4) on an AMD
+#: EPYC family 25 model 1 (Zen 3, AVX2, 512 KiB L2: 0.91x numpy, against 0.82-0.86 for the
+#: best of the first candidates; docs/xtc-0.3.2-field-notes.md).
+GOTO_BLOCKS = ((256, 8), (512, 4))
 
 
 def spec_for(
@@ -69,7 +86,7 @@ def spec_for(
     block_i: int,
     block_k: int,
     block_j: int | None = None,
-    unroll_k: int = UNROLL_K[0],
+    unroll_k: int = UNROLL_K,
 ) -> dict:
     """GOTO's loop nest: k blocks (B packed), i blocks (A packed), then the micro-kernel;
     with `block_j`, blocks of columns outermost."""
@@ -86,10 +103,41 @@ def spec_for(
     }
 
 
+def split_spec(rows: int, width: int, block_i: int, block_k: int, unroll_k: int) -> dict:
+    """GOTO's loop nest for a `rows` x `width` kernel whose rows do not divide SIZE: `i`
+    split in two (descript's `i[start:end]`), the whole blocks of `block_i` rows with this
+    kernel, the rest with a TAIL_ROWS-row one, each part a loop nest of its own.
+
+    Nothing is packed: in a split, XTC 0.3.2 on TVM packs the whole of A and of B at every
+    step of the loop it packs at (its scheduled TIR copies 1024 x 1024 floats there), 3x
+    slower than no packing at all (Intel Xeon family 6 model 207, as AVX2)."""
+    whole = SIZE // block_i * block_i
+
+    def part(height: int, block: int, kernel: int) -> dict:
+        return {
+            "j": {},
+            "k": {},
+            **({f"i#{height}": {}} if block < height else {}),
+            f"j#{BLOCK_J}": {},
+            f"i#{block}": {},
+            f"k#{block_k}": {},
+            f"k#{unroll_k}": {"unroll": True},
+            f"i#{kernel}": {"unroll": True},
+            f"j#{width}": {"vectorize": True},
+        }
+
+    rest = SIZE - whole
+    return {
+        f"i[0:{whole}]": part(whole, block_i, rows),
+        f"i[{whole}:]": part(rest, min(rest, 4 * TAIL_ROWS), TAIL_ROWS),
+    }
+
+
 def candidates(lanes: int) -> dict[str, dict]:
     """The single-thread specs worth measuring with `lanes` float32 lanes, by name: every
-    micro-kernel that fits in every cache block, and each micro-kernel in GOTO's order
-    (blocks of BLOCK_J columns outermost) with k unrolled by 8."""
+    micro-kernel that fits in every cache block; each micro-kernel in GOTO's order
+    (blocks of BLOCK_J columns outermost) in each of GOTO_BLOCKS; and the split kernels
+    that hold more accumulators than any of those, in two depths of k."""
     registers = 32 if lanes >= 16 else 16  # zmm0-31 with AVX-512, or ymm0-15
     kernels = micro_kernels(lanes, registers)
     plain = {
@@ -100,12 +148,22 @@ def candidates(lanes: int) -> dict[str, dict]:
         for block_i, block_k in BLOCKS
     }
     goto = {
-        f"{rows}x{vectors * lanes} j#{BLOCK_J} i#32 k#256 k#{UNROLL_K[1]}": spec_for(
-            rows, vectors * lanes, 32, 256, block_j=BLOCK_J, unroll_k=UNROLL_K[1]
+        f"{rows}x{vectors * lanes} j#{BLOCK_J} i#32 k#{block_k} k#{unroll_k}": spec_for(
+            rows, vectors * lanes, 32, block_k, block_j=BLOCK_J, unroll_k=unroll_k
         )
         for rows, vectors in kernels
+        for block_k, unroll_k in GOTO_BLOCKS
     }
-    return {**plain, **goto}
+    most = max(rows * vectors for rows, vectors in kernels)
+    split = {
+        f"{rows}x{vectors * lanes} split i#{8 * rows} k#{block_k} k#4": split_spec(
+            rows, vectors * lanes, 8 * rows, block_k, 4
+        )
+        for rows, vectors in micro_kernels(lanes, registers, SPLIT_ROWS)
+        if rows * vectors > most  # more accumulators than a kernel without a split
+        for block_k in (256, 128)
+    }
+    return {**plain, **goto, **split}
 
 
 def with_threads(spec: dict, name: str) -> dict[str, dict]:
@@ -113,6 +171,9 @@ def with_threads(spec: dict, name: str) -> dict[str, dict]:
     blocks of j when they come first, else the blocks of i (never k, the reduction, which
     comes first otherwise). A parallel loop pays on TVM; on MLIR 0.3.2 it made the kernel
     slower (measured in the lesson)."""
+    if all("[" in key for key in spec):  # a split: each part's blocks of j
+        parallel = {key: with_threads(part, key)[f"{key} parallel"] for key, part in spec.items()}
+        return {name: spec, f"{name} parallel": parallel}
     parallel = {key: dict(value) for key, value in spec.items()}
     parallel["j" if next(iter(spec)) == "j" else "i"]["parallelize"] = True
     return {name: spec, f"{name} parallel": parallel}
