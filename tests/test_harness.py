@@ -176,7 +176,7 @@ def test_honesty_confirms_a_too_fast_report_before_failing_it(monkeypatch):
     readings = iter([2 * true_seconds, true_seconds, true_seconds])
     calls = []
 
-    def timed(modules, problem, rounds):
+    def timed(modules, problem, rounds, **few_long_rounds):
         calls.append(rounds)
         return _timings({"tile": next(readings)})
 

@@ -14,7 +14,7 @@ from xtc_katas.checks.learner_schedules import SchedulerRecorder, fresh_schedule
 from xtc_katas.kata.problems import Matmul
 from xtc_katas.measure import numerics
 from xtc_katas.measure.isolation import run_isolated
-from xtc_katas.measure.timing import percent_of_peak, time_side_by_side
+from xtc_katas.measure.timing import FEW_LONG_ROUNDS, percent_of_peak, time_side_by_side
 
 TUTORIAL = Matmul(4, 32, 512)
 WITH_RELU = Matmul(4, 32, 64, relu=True)
@@ -68,7 +68,10 @@ def test_compile_baseline_is_the_untransformed_loop_nest(kata, backend, workdir,
     # schedule is 15x+ faster; the bounds leave room for a noisy machine).
     learner = kata.compile_baseline(TUTORIAL.graph(), backend.Backend, workdir.dump_file())
     timings = time_side_by_side(
-        {"learner": learner, "naive": naive(TUTORIAL, backend, workdir)}, TUTORIAL, rounds=3
+        {"learner": learner, "naive": naive(TUTORIAL, backend, workdir)},
+        TUTORIAL,
+        rounds=3,
+        **FEW_LONG_ROUNDS,
     )
     ratio = timings.speedup("learner", "naive")
     record_perf(speedup_vs_naive=ratio)
@@ -122,7 +125,9 @@ def test_percent_of_peak_of_a_real_module_agrees_with_the_harness(
     module = naive(TUTORIAL, backend, workdir)
     # Your function runs the kernel: in a child process, so a crash fails this test only.
     got = run_isolated(kata.percent_of_peak_of, module, TUTORIAL.fmas, peak())
-    seconds = time_side_by_side({"naive": module}, TUTORIAL, rounds=3).best["naive"]
+    seconds = time_side_by_side({"naive": module}, TUTORIAL, rounds=3, **FEW_LONG_ROUNDS).best[
+        "naive"
+    ]
     harness = percent_of_peak(TUTORIAL.fmas, seconds, peak())
     record_perf(percent_of_peak=got)
     # Two readings of one kernel a moment apart: they agree within the machine's noise.

@@ -188,7 +188,7 @@ def fastest(sch: Any, specs: dict[str, dict], threads: int) -> str:
     started in this process would not survive the harness's later fork()s.
     """
     from xtc_katas.kata.problems import CHALLENGE
-    from xtc_katas.measure.timing import time_side_by_side
+    from xtc_katas.measure.timing import FEW_LONG_ROUNDS, time_side_by_side
     from xtc_katas.measure.workdir import Workdir
 
     backend = sch.backend
@@ -214,7 +214,9 @@ def fastest(sch: Any, specs: dict[str, dict], threads: int) -> str:
             modules[name] = workdir.compile(impl, candidate.schedule(), stem="tune")
             shown.update()
         shown.set_description("  timing them side by side")
-        best = time_side_by_side(modules, CHALLENGE, rounds=3, threads=threads).best
+        best = time_side_by_side(
+            modules, CHALLENGE, rounds=3, threads=threads, **FEW_LONG_ROUNDS
+        ).best
         shown.update()
         winner = min(best, key=best.__getitem__)
         shown.set_description(f"  chose {winner}")

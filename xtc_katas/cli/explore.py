@@ -30,7 +30,12 @@ from xtc_katas.kata.problems import PROBLEMS, Matmul
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, iterate_isolated
-from xtc_katas.measure.timing import format_percent, percent_of_peak, time_side_by_side
+from xtc_katas.measure.timing import (
+    FEW_LONG_ROUNDS,
+    format_percent,
+    percent_of_peak,
+    time_side_by_side,
+)
 from xtc_katas.measure.workdir import Workdir
 
 OUT = ROOT / ".xtc-katas" / "explore"
@@ -67,7 +72,9 @@ def searching(
 def baseline_percent(backend: KataBackend, problem: Matmul, peak: float, workdir: Workdir) -> float:
     impl, scheduler = fresh_scheduler(backend, problem)
     naive = workdir.compile(impl, scheduler.schedule(), stem="naive")
-    seconds = time_side_by_side({"naive": naive}, problem, rounds=2).best["naive"]
+    seconds = time_side_by_side({"naive": naive}, problem, rounds=2, **FEW_LONG_ROUNDS).best[
+        "naive"
+    ]
     return percent_of_peak(problem.fmas, seconds, peak)
 
 

@@ -5,7 +5,8 @@ moment to the next, but two kernels timed in alternation see the same weather. S
 interleave (A B A B ...), take each kernel's minimum within each round, and compare the
 rounds' ratios (their median: Timings.speedup).
 
-Each round is XTC's own evaluator taking SAMPLES short samples, and a sample lasts about
+Each round is XTC's own evaluator taking up to SAMPLES short samples of each kernel, in a
+fixed pseudo-random order that changes from round to round, and a sample lasts about
 SAMPLE_S: as many back-to-back calls as fit (at least one). Short samples are what make
 the minimum honest on a busy machine. A parallel kernel is fast only while all its
 threads run at once; when another process keeps a core busy, a sample of 10 ms almost
@@ -16,13 +17,23 @@ Samples much shorter than that would measure the clock instead of a 1 µs kernel
 calls per sample. A slow kernel takes fewer samples (at least 3 per round), so that
 naive does not dominate the cost.
 
+Many short rounds, not a few long ones: under a CPU hog a 2-thread kernel's best in a
+round is either its both-cores time or about twice it, and which one a round of 50 ms
+catches changes from one round to the next. Two compiles of kata 10's TVM parallel
+reference raced each other 14 times under `flakecheck --hog`'s busy loop (Intel Xeon
+family 6 model 207): in 5 rounds of 40 samples, always in the same order, the copy read
+0.55-1.59x the reference; in 20 rounds of 10 samples in a shuffled order, with the
+copy's speed read as the median of its round-by-round ratios to the reference (as
+speed_race does), 0.91-1.03x, for the same time per race.
+
 A kernel whose one call lasts SLOW_CALL_S or more (the naive 512³ matmul: ~135 ms) is
-timed one call per sample, as many samples as fit in ROUND_S (at least one), without XTC's
-warm-up call: a warm-up buys nothing measurable for a call that long (its caches refill
-in microseconds), and it doubled the naive kernel's cost. Such a kernel is the baseline,
-so its time in a round divides every other kernel's in that round: fewer samples of it
-move the learner's, the reference's and the previous step's speedups together, never
-one against another, and the bar (0.7 x the reference's) moves with them.
+timed one call per sample, as many samples as fit in SLOW_EVERY rounds' time (at least
+one), every SLOW_EVERY rounds, without XTC's warm-up call: a warm-up buys nothing
+measurable for a call that long (its caches refill in microseconds), and it doubled the
+naive kernel's cost. In the rounds between, its last reading stands. Such a kernel is the
+baseline, so its time in a round divides every other kernel's in that round: fewer
+samples of it move the learner's, the reference's and the previous step's speedups
+together, never one against another, and the bar (0.7 x the reference's) moves with them.
 
 A race may stop after MIN_ROUNDS rounds when its verdict is settled (`settled`): when no
 values the remaining rounds could bring would change it. Each speedup is a median over
@@ -36,6 +47,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -50,13 +62,19 @@ from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.isolation import run_isolated
 from xtc_katas.measure.numerics import check_arrays
 
-ROUNDS = 5
-SAMPLES = 40
+ROUNDS = 20
+SAMPLES = 10
 SAMPLE_S = 2e-4
-ROUND_S = 0.1  # a slow kernel (naive on a large problem) takes fewer samples per round
+ROUND_S = 0.025  # a slow kernel (naive on a large problem) takes fewer samples per round
 SLOW_CALL_S = 0.01  # from this long a call on, one call per sample and no warm-up
-#: A race whose verdict is settled may stop after this many of its rounds (of ROUNDS).
-MIN_ROUNDS = 3
+#: A slow kernel is timed in one round of this many (its samples then fill their time).
+SLOW_EVERY = 4
+#: A race whose verdict is settled may stop after this many of its rounds (of ROUNDS):
+#: before more than half of them are done, a median's range is never settled.
+MIN_ROUNDS = ROUNDS // 2 + 1
+#: For callers that time a few long rounds and read each kernel's best (a search's
+#: ranking, a tuning): samples and round time as the races had before they were split.
+FEW_LONG_ROUNDS = {"samples": 40, "round_s": 0.1}
 
 
 @dataclass
@@ -151,6 +169,7 @@ def time_side_by_side(
     sample_s: float = SAMPLE_S,
     threads: int | None = None,
     settled: Callable[[Timings], bool] | None = None,
+    round_s: float = ROUND_S,
 ) -> Timings:
     """Time every module on the same inputs, interleaved, `rounds` times; keep the minima.
 
@@ -173,6 +192,7 @@ def time_side_by_side(
         sample_s,
         threads,
         settled,
+        round_s,
         what="a kernel timed side by side",
     )
 
@@ -208,6 +228,7 @@ def _time_interleaved(
     sample_s: float,
     threads: int | None,
     settled: Callable[[Timings], bool] | None = None,
+    round_s: float = ROUND_S,
 ) -> Timings:
     if threads is not None:
         limit_threads(threads)
@@ -219,20 +240,29 @@ def _time_interleaved(
         )
 
     evaluators = {}
+    slow = set()
     for name, module in modules.items():
         one_call = min(_evaluate(evaluator(module, 1, 1), name))  # after a warm-up call
         if one_call < SLOW_CALL_S:  # a short call: its time is the best of 5
             one_call = max(min(_evaluate(evaluator(module, 1, 5), name)), 1e-9)
         if one_call >= SLOW_CALL_S:  # number 0: one call per sample, no warm-up call
-            evaluators[name] = evaluator(module, 0, max(1, min(samples, int(ROUND_S / one_call))))
+            fit = int(SLOW_EVERY * round_s / one_call)
+            evaluators[name] = evaluator(module, 0, max(1, min(samples, fit)))
+            slow.add(name)
             continue
         number = max(1, round(sample_s / one_call))
-        repeat = max(3, min(samples, int(ROUND_S / (number * one_call))))
+        repeat = max(3, min(samples, int(round_s / (number * one_call))))
         evaluators[name] = evaluator(module, number, repeat)
     timings = Timings(rounds={name: [] for name in modules}, planned=rounds)
+    order = random.Random(0)  # the same orders in every race: reproducible
     for done in range(1, rounds + 1):
-        for name, each in evaluators.items():
-            timings.rounds[name].append(min(_evaluate(each, name)))
+        names = list(evaluators)
+        order.shuffle(names)
+        for name in names:
+            if name in slow and (done - 1) % SLOW_EVERY:
+                timings.rounds[name].append(timings.rounds[name][-1])
+            else:
+                timings.rounds[name].append(min(_evaluate(evaluators[name], name)))
         if settled and MIN_ROUNDS <= done < rounds and settled(timings):
             break
     timings.best = {name: min(values) for name, values in timings.rounds.items()}
