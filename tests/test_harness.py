@@ -192,6 +192,29 @@ def test_honesty_confirms_a_too_fast_report_before_failing_it(monkeypatch):
     assert len(calls) == 1 + search_checks.CONFIRMATIONS
 
 
+def test_the_raced_candidate_is_the_fastest_of_the_three_a_search_scored_best(monkeypatch):
+    # Katas 06 and 07: XTC's one short timing per candidate ranked a slower one first.
+    from xtc_katas.checks import search as search_checks
+    from xtc_katas.checks.search import SearchRun
+    from xtc_katas.kata.problems import TUTORIAL
+    from xtc_katas.measure.timing import Timings
+
+    scores = [3.0, 0.0, 9.0, 7.0, 8.0, 1.0]
+    run = SearchRun(items=[(n, len(scores), n, score) for n, score in enumerate(scores)])
+    assert search_checks.finalists(run) == [2, 4, 3]
+    failed = SearchRun(items=[(0, 2, 0, 0.0), (1, 2, 1, 0.0)])
+    assert search_checks.finalists(failed) == [0], "nothing scored: the first, for its message"
+
+    def timed(modules, problem, rounds, **few_long_rounds):
+        seconds = dict(zip(modules, [3e-6, 1e-6, 2e-6], strict=True))  # 4 is the fastest
+        return Timings(rounds={name: [t] * rounds for name, t in seconds.items()})
+
+    monkeypatch.setattr(search_checks, "time_side_by_side", timed)
+    finalists = {n: f"module {n}" for n in search_checks.finalists(run)}
+    assert search_checks.fastest(finalists, TUTORIAL) == 4
+    assert search_checks.fastest({7: "alone"}, TUTORIAL) == 7
+
+
 def test_a_search_that_ignores_the_backend_it_was_given_is_named():
     from xtc_katas.checks.search import SearchRun, laziness_mistakes
 

@@ -3,9 +3,9 @@
 `explore` is run twice per backend, and each run is cached for the tests that read it:
 - on a harness-made list (a naive spec, a broken spec, a vectorized and a register-tiled
   spec), to check the contract, laziness, robustness and honesty;
-- on your `candidate_specs()`, whose best candidate the harness then races, on this
-  machine, against the naive schedule and kata 05's register tile and vectorized specs
-  (xtc_katas/measure/speed_rule.py).
+- on your `candidate_specs()`: the three your search scored best are timed side by side,
+  and the fastest is raced, on this machine, against the naive schedule and kata 05's
+  register tile and vectorized specs (xtc_katas/measure/speed_rule.py).
 """
 
 import pytest
@@ -125,10 +125,16 @@ def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
     search_checks.require(
         search_checks.contract_mistakes(run, names(specs), "spec"), "06_explore › explore()"
     )
-    best = max(range(len(specs)), key=lambda n: run.items[n][3])
-    best_name, best_spec = specs[best]
-    label = f"candidate_specs() › {best_name!r}"
-    learner, scheduler = compiled(kata_entry, best_spec, label, backend, workdir, "best")
+    # Your search's timer ranks the candidates; the harness re-times its best three side
+    # by side (one short timing each can rank a slower one first) and races the fastest.
+    finalists = {}
+    for n in search_checks.finalists(run):
+        name, spec = specs[n]
+        label = f"candidate_specs() › {name!r}"
+        finalists[n] = compiled(kata_entry, spec, label, backend, workdir, f"best_{n}")
+    best = search_checks.fastest({n: module for n, (module, _) in finalists.items()}, TUTORIAL)
+    best_name = specs[best][0]
+    learner, scheduler = finalists[best]
     numerics.assert_computes(learner, TUTORIAL, backend.name)
     # The race: naive, your best, kata 05's register tile (the reference) and its
     # vectorized spec (the previous technique), side by side on this machine.

@@ -3,9 +3,9 @@
 `explore_strategy` runs twice per backend, each run cached for the tests that read it:
 - with a harness strategy (Strategy_OO, 3 samples of seed 0) into which the harness slips
   an invalid sample, to check the contract, laziness, robustness and honesty;
-- with your `make_strategy(graph)`, 30 samples of seed 42: its best sample is then raced,
-  on this machine, against the naive schedule and kata 05's register tile
-  (xtc_katas/measure/speed_rule.py).
+- with your `make_strategy(graph)`, 30 samples of seed 42: the three it scored best are
+  timed side by side, and the fastest is raced, on this machine, against the naive
+  schedule and kata 05's register tile (xtc_katas/measure/speed_rule.py).
 """
 
 import pytest
@@ -118,8 +118,14 @@ def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
     _, run = search(searches, kata, backend, peak, strategy, NUM, SEED, "learner")
     samples = [list(s) for s in strategy.sample(NUM, SEED)]
     search_checks.require(search_checks.contract_mistakes(run, samples, "sample"), WHERE)
-    best = max(range(len(samples)), key=lambda n: run.items[n][3])
-    learner = compile_sample(strategy, samples[best], backend, workdir, "best")
+    # Your search's timer ranks the samples; the harness re-times its best three side by
+    # side (one short timing each can rank a slower one first) and races the fastest.
+    finalists = {
+        n: compile_sample(strategy, samples[n], backend, workdir, f"best_{n}")
+        for n in search_checks.finalists(run)
+    }
+    best = search_checks.fastest(finalists, STRATEGY)
+    learner = finalists[best]
     numerics.assert_computes(learner, STRATEGY, backend.name)
     # The race: naive, your best sample and kata 05's hand-written register tile (the
     # reference) on this problem, side by side on this machine.
