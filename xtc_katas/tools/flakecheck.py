@@ -12,6 +12,11 @@ speedup seen, the reference's, the bars that applied (speed_rule.py: each run se
 own), and the margin: the smallest of speedup / bar over the runs. The check passes
 with no failure and every margin at MARGIN or more; the exit code says so. The first
 line names the machine (machine.py).
+
+Every race runs all its rounds here (speed_race.FULL_RACES_ENV): a race that stops once
+its verdict is settled gets exactly the verdict of all its rounds, but its figures are
+medians of fewer rounds, and the margin is a measure of the verdict's distance from the
+bar. `--early-stop` times races as a learner's run does.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from xtc_katas import ROOT
+from xtc_katas.checks import speed_race
 from xtc_katas.measure import machine
 
 #: The room a correct solution must keep above every bar, in every run.
@@ -85,7 +91,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--isa", choices=sorted(machine.EMULATED), help="compile every kernel for this ISA"
     )
+    parser.add_argument(
+        "--early-stop",
+        action="store_true",
+        help="let races stop once settled, as a learner's do (margins then come from fewer rounds)",
+    )
     args = parser.parse_args(argv)
+    if not args.early_stop:  # inherited by every pytest run
+        os.environ[speed_race.FULL_RACES_ENV] = "1"
     if args.isa:  # inherited by every pytest run
         os.environ[machine.ISA_ENV] = args.isa
         # numpy as on such a machine: OpenBLAS reads it when numpy loads, in each run
