@@ -384,5 +384,13 @@ class NumpyRace:
         """Median over rounds of numpy's time / this kernel's: above 1, faster than numpy."""
         return statistics.median(n / x for n, x in zip(self.numpy, self.xtc[name], strict=True))
 
+    def relative(self, name: str, to: str) -> float:
+        """Median over rounds of `to`'s time / `name`'s, two XTC kernels timed in the same
+        child process one after the other: above 1, `name` is faster. Read against each
+        other round by round, two kernels compare in the same moments (speed_race.py's
+        read_over_naive does the same for the other katas)."""
+        pairs = zip(self.xtc[to], self.xtc[name], strict=True)
+        return statistics.median(other / mine for other, mine in pairs)
+
     def best(self, name: str) -> float:
         return min(self.numpy) if name == "numpy" else min(self.xtc[name])
