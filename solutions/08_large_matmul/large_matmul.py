@@ -14,10 +14,10 @@ Read README.md in this folder first (start with TVM: packing works on TVM only i
 0.3.2), then run: pytest katas/08_large_matmul --backend tvm
 
 This reference picks its micro-kernel and cache blocks per machine, the way ATLAS and
-OpenBLAS pick a kernel per CPU: the best shape differs from one CPU to the next (8x32
-on an AMD EPYC, 4x64 on one Intel Xeon and 6x64 with a split of i on another, all
-AVX-512; 4x16 or 6x16 on AVX2), so it measures the candidates that fit this CPU's
-registers, once, and keeps the fastest in a cache file.
+OpenBLAS pick a kernel per CPU: the best shape differs from one CPU to the next (4x64 or
+8x32 on an AMD EPYC family 26, 8x32 on an Intel Xeon family 6 model 167, 6x64 with a
+split of i on a model 207, all AVX-512; 4x16 or 6x16 on AVX2), so it measures the
+candidates that fit this CPU's registers, once, and keeps the fastest in a cache file.
 """
 
 import contextlib
@@ -76,7 +76,7 @@ UNROLL_K = 2
 #: GOTO's candidates, (depth of k per block, steps of k unrolled): (256, 8) won on an Intel
 #: Xeon family 6 model 167 (AVX-512, and as AVX2: 8 gained 4-8% over 2); (512, 4) on an AMD
 #: EPYC family 25 model 1 (Zen 3, AVX2, 512 KiB L2: 0.91x numpy, against 0.82-0.86 for the
-#: best of the first candidates; docs/xtc-0.3.2-field-notes.md).
+#: best of the first candidates; docs/xtc-0.3.2-field-notes.md, Zen 3).
 GOTO_BLOCKS = ((256, 8), (512, 4))
 
 
@@ -109,8 +109,9 @@ def split_spec(rows: int, width: int, block_i: int, block_k: int, unroll_k: int)
     kernel, the rest with a TAIL_ROWS-row one, each part a loop nest of its own.
 
     Nothing is packed: in a split, XTC 0.3.2 on TVM packs the whole of A and of B at every
-    step of the loop it packs at (its scheduled TIR copies 1024 x 1024 floats there), 3x
-    slower than no packing at all (Intel Xeon family 6 model 207, as AVX2)."""
+    step of the loop it packs at (its scheduled TIR copies 1024 x 1024 floats there), 2-3x
+    slower than no packing at all (68-91 ms against 29 ms, Intel Xeon family 6 model 207,
+    as AVX2)."""
     whole = SIZE // block_i * block_i
 
     def part(height: int, block: int, kernel: int) -> dict:
