@@ -115,14 +115,19 @@ def test_a_race_settled_early_gets_the_verdict_of_all_its_rounds(
     naive, learner, reference, previous, cap
 ):
     rounds = {"naive": naive, "learner": learner, "reference": reference, "previous": previous}
+    assert_settled_races_keep_their_verdict(rounds, read_race, cap)
+
+
+def assert_settled_races_keep_their_verdict(rounds, read, cap):
+    """Every prefix of `rounds` that `settled` calls settled reads the full race's outcome."""
     full = timing.Timings(rounds=rounds, planned=timing.ROUNDS)
-    settled = speed_race.settled(read_race, cap)
+    settled = speed_race.settled(read, cap)
     for done in range(timing.MIN_ROUNDS, timing.ROUNDS):
         early = timing.Timings(
             rounds={name: times[:done] for name, times in rounds.items()}, planned=timing.ROUNDS
         )
         if settled(early):
-            assert outcome(read_race(early), cap) == outcome(read_race(full), cap)
+            assert outcome(read(early), cap) == outcome(read(full), cap)
 
 
 @settings(max_examples=400, deadline=None)
@@ -142,14 +147,7 @@ def test_a_race_against_unfused_twins_settled_early_gets_the_verdict_of_all_its_
         "reference_unfused": reference_unfused,
         "reference": reference,
     }
-    full = timing.Timings(rounds=rounds, planned=timing.ROUNDS)
-    settled = speed_race.settled(read_unfused, cap)
-    for done in range(timing.MIN_ROUNDS, timing.ROUNDS):
-        early = timing.Timings(
-            rounds={name: times[:done] for name, times in rounds.items()}, planned=timing.ROUNDS
-        )
-        if settled(early):
-            assert outcome(read_unfused(early), cap) == outcome(read_unfused(full), cap)
+    assert_settled_races_keep_their_verdict(rounds, read_unfused, cap)
 
 
 class Kernel:
