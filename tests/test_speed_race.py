@@ -77,14 +77,6 @@ def read_race(t) -> Race:
     return speed_race.read_over_naive(t, previous=True)
 
 
-def read_unfused(t) -> Race:
-    """How SpeedCheck reads a race against the unfused twins (kata 09)."""
-    return Race(
-        learner=t.speedup("learner", "learner_unfused"),
-        reference=t.speedup("reference", "reference_unfused"),
-    )
-
-
 def outcome(race: Race, cap) -> tuple[int, bool]:
     """What SpeedCheck does with a race: pass (2), race again (1), fail (0); the note."""
     value = speed_race.bar(race, cap).value
@@ -147,7 +139,7 @@ def test_a_race_against_unfused_twins_settled_early_gets_the_verdict_of_all_its_
         "reference_unfused": reference_unfused,
         "reference": reference,
     }
-    assert_settled_races_keep_their_verdict(rounds, read_unfused, cap)
+    assert_settled_races_keep_their_verdict(rounds, speed_race.read_over_unfused, cap)
 
 
 class Kernel:

@@ -65,7 +65,7 @@ from xtc_katas.measure.numerics import check_arrays
 ROUNDS = 20
 SAMPLES = 10
 SAMPLE_S = 2e-4
-ROUND_S = 0.025  # a slow kernel (naive on a large problem) takes fewer samples per round
+ROUND_S = 0.025  # the time a kernel's samples may fill in a round (a slow one: SLOW_EVERY's)
 SLOW_CALL_S = 0.01  # from this long a call on, one call per sample and no warm-up
 #: A slow kernel is timed in one round of this many (its samples then fill their time).
 SLOW_EVERY = 4
@@ -117,8 +117,12 @@ class Timings:
         )
 
     def _ratios(self, fast: str, slow: str) -> list[float]:
-        pairs = zip(self.rounds[slow], self.rounds[fast], strict=True)
-        return [slow_s / fast_s for slow_s, fast_s in pairs]
+        return round_ratios(self.rounds[slow], self.rounds[fast])
+
+
+def round_ratios(slow: list[float], fast: list[float]) -> list[float]:
+    """Round by round, the slow side's time over the fast side's: how many times faster."""
+    return [slow_s / fast_s for slow_s, fast_s in zip(slow, fast, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -382,15 +386,14 @@ class NumpyRace:
 
     def ratio(self, name: str) -> float:
         """Median over rounds of numpy's time / this kernel's: above 1, faster than numpy."""
-        return statistics.median(n / x for n, x in zip(self.numpy, self.xtc[name], strict=True))
+        return statistics.median(round_ratios(self.numpy, self.xtc[name]))
 
     def relative(self, name: str, to: str) -> float:
         """Median over rounds of `to`'s time / `name`'s, two XTC kernels timed in the same
         child process one after the other: above 1, `name` is faster. Read against each
         other round by round, two kernels compare in the same moments (speed_race.py's
         read_over_naive does the same for the other katas)."""
-        pairs = zip(self.xtc[to], self.xtc[name], strict=True)
-        return statistics.median(other / mine for other, mine in pairs)
+        return statistics.median(round_ratios(self.xtc[to], self.xtc[name]))
 
     def best(self, name: str) -> float:
         return min(self.numpy) if name == "numpy" else min(self.xtc[name])
