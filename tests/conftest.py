@@ -1,4 +1,10 @@
-"""The harness's own suite: a test that copies the repository must say so.
+"""The harness's own suite: each test compiles in its own directory, and a test that
+copies the repository must say so.
+
+TVM writes ./tmpXXXX/ in the working directory at every schedule it applies
+(TVMOpsCompiler._exec_schedule, removed only on success). Run from the repository's
+root, those appear and vanish while another worker copies the repository: CI's stop 28
+failed on a copytree that listed such a directory and found it gone.
 
 A repository copy (xtc_katas/tools/repo_copy.py) runs pytest or xtc-katas in a fresh
 process: seconds to a minute each. Those tests carry the `slow` marker, so that
@@ -14,6 +20,11 @@ import types
 import pytest
 
 from xtc_katas.tools import repo_copy
+
+
+@pytest.fixture(autouse=True)
+def _compiles_in_its_own_directory(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture(autouse=True)

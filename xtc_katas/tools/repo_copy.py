@@ -16,8 +16,10 @@ from pathlib import Path
 from xtc_katas import ROOT
 from xtc_katas.kata.manifest import find
 
+# tmp*: TVM's ./tmpXXXX/ scratch directories (one per schedule it applies, left behind
+# when a compile fails); one that vanishes mid-copy fails shutil.copytree.
 IGNORED = shutil.ignore_patterns(
-    ".git", ".venv", ".tox", ".pytest_cache", ".hypothesis", "__pycache__", "*.egg-info"
+    ".git", ".venv", ".tox", ".pytest_cache", ".hypothesis", "__pycache__", "*.egg-info", "tmp*"
 )
 
 
