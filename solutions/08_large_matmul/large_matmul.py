@@ -167,17 +167,47 @@ def candidates(lanes: int) -> dict[str, dict]:
     return {**plain, **goto, **split}
 
 
+#: Narrower blocks of columns tried at more than one thread: with 2 threads, each runs
+#: half the blocks of j, and 4 blocks of 256 columns (or 8 of 128) ran the 6x16 split
+#: kernel 14.0-14.5 ms where 2 blocks of 512 ran it in 14.9-15.1 (best of 15 rounds, TVM,
+#: Intel Xeon family 6 model 207 as AVX2; numpy 13.5-14.5 ms).
+PARALLEL_BLOCKS_J = (256, 128)
+
+
 def with_threads(spec: dict, name: str) -> dict[str, dict]:
     """The single-thread winner, with and without a parallel loop over the output: GOTO's
     blocks of j when they come first, else the blocks of i (never k, the reduction, which
-    comes first otherwise). A parallel loop pays on TVM; on MLIR 0.3.2 it made the kernel
-    slower (measured in the lesson)."""
+    comes first otherwise), and, where it has blocks of BLOCK_J columns, the same parallel
+    kernel with PARALLEL_BLOCKS_J. A parallel loop pays on TVM; on MLIR 0.3.2 it made the
+    kernel slower (measured in the lesson)."""
     if all("[" in key for key in spec):  # a split: each part's blocks of j
-        parallel = {key: with_threads(part, key)[f"{key} parallel"] for key, part in spec.items()}
-        return {name: spec, f"{name} parallel": parallel}
+        parallel = {key: _parallel(part) for key, part in spec.items()}
+    else:
+        parallel = _parallel(spec)
+    found = {name: spec, f"{name} parallel": parallel}
+    for block_j in PARALLEL_BLOCKS_J:
+        narrower = _renamed(parallel, block_j)
+        if narrower != parallel:  # it has blocks of BLOCK_J columns
+            found[f"{name} parallel j#{block_j}"] = narrower
+    return found
+
+
+def _renamed(spec: dict, block_j: int) -> dict:
+    """The spec with its blocks of BLOCK_J columns (in every part of a split) of block_j."""
+    key = f"j#{BLOCK_J}"
+    return {
+        (f"j#{block_j}" if name == key else name): (
+            _renamed(value, block_j) if "[" in name else value
+        )
+        for name, value in spec.items()
+    }
+
+
+def _parallel(spec: dict) -> dict:
+    """A loop nest with its outermost loop of the output parallel (j, else i)."""
     parallel = {key: dict(value) for key, value in spec.items()}
     parallel["j" if next(iter(spec)) == "j" else "i"]["parallelize"] = True
-    return {name: spec, f"{name} parallel": parallel}
+    return parallel
 
 
 def fastest(sch: Any, specs: dict[str, dict], threads: int) -> str:
@@ -228,7 +258,8 @@ def choice(sch: Any, threads: int) -> dict:
     """The fastest spec for this CPU, backend and thread count, measured once and cached.
 
     One thread first: every micro-kernel that fits the registers, in every cache block.
-    For more threads, the one-thread winner with and without the parallel loop.
+    For more threads, the one-thread winner with and without the parallel loop, and
+    parallel with narrower blocks of columns (with_threads).
     """
     from cpuinfo import get_cpu_info
 
