@@ -23,8 +23,8 @@ from xtc_katas.tools import repo_copy
 
 
 @pytest.fixture(autouse=True)
-def _compiles_in_its_own_directory(tmp_path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)
+def _compiles_in_its_own_directory(workdir) -> None:
+    """The kata tests' own `workdir` (plugin.py): a private directory, also the cwd."""
 
 
 @pytest.fixture(autouse=True)
