@@ -259,17 +259,22 @@ def register_tile(
             )
     if vec.size and rows.size and not mistakes:
         simd = machine()
-        tile = rows.size
+        # The tile's rows and columns: the loops between k and the vector are unrolled
+        # (checked above), each multiplies the side of the axis it walks.
+        tile_rows, tile_columns = rows.size, vec.size
         for loop in between:
-            tile *= trip_count(node, loop, None) or 1
-        accumulators = tile * vec.size // simd.lanes
+            if loop.axis == vec.axis:
+                tile_columns *= trip_count(node, loop, None) or 1
+            else:
+                tile_rows *= trip_count(node, loop, None) or 1
+        accumulators = tile_rows * tile_columns // simd.lanes
         budget = simd.registers - 4  # B's vector, A's broadcasts, addresses need some too
         if accumulators > budget:
             mistakes.append(
-                f"a {tile}x{vec.size} tile needs {accumulators} vector accumulators; "
-                f"this machine has {simd.registers} vector registers ({simd.isa}) and needs "
-                f"a few for B and A: the tile spills to memory. Keep rows x "
-                f"{vec.name}/{simd.lanes} at or below {budget}"
+                f"a {tile_rows}x{tile_columns} tile needs {accumulators} vector accumulators "
+                f"({tile_rows} x {tile_columns}/{simd.lanes}); this machine has "
+                f"{simd.registers} vector registers ({simd.isa}) and needs a few for B and A: "
+                f"the tile spills to memory. Keep its accumulators at or below {budget}"
             )
     return mistakes
 
