@@ -215,6 +215,18 @@ PLANTED = {
         ("-k", "best_reading"),
         ("01_peak › measure_peak() returned 3.37e+10 after XTC's benchmark read",),
     ),
+    # A reading below a third of the probe is compared with XTC's benchmark read again
+    # (a busy machine lowers XTC's one-shot runs): GFMA/s instead of FMA/s still fails.
+    "peak in GFMA/s": Planted(
+        1,
+        '    """This machine\'s single-core peak',
+        "    from xtc.runtimes.host import HostRuntime\n"
+        "    if dtype != 'float32':\n"
+        "        raise ValueError(dtype)\n"
+        "    return max(HostRuntime.get().evaluate_flops(dtype) for _ in range(3)) / 1e9\n",
+        ("-k", "agrees_with_the_harness"),
+        ("01_peak › measure_peak() gave", "where XTC's benchmark read", "unchanged"),
+    ),
     "a space of one spec": Planted(
         6,
         '    """Your search space',

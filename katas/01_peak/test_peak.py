@@ -55,12 +55,27 @@ def test_percent_of_peak_rejects_non_positive_inputs(kata, args):
 def test_measure_peak_agrees_with_the_harness(kata, peak):
     # The harness's peak is its register FMA probe; XTC's benchmark reads up to ~30% below
     # it, and the notes saw 17-47 GFMA/s across calls: within a factor 3, which a made-up
-    # constant will not be.
+    # constant will not be. On a busy machine XTC's one-shot runs read low where the
+    # probe's short samples do not (AMD EPYC family 23 model 1, 2 vCPU, load average 5:
+    # XTC 4.3-6.4 GFMA/s, the probe 20.4; with a core of its own XTC read 14.5-19.9).
+    # A low reading is then checked against XTC's own benchmark, read again right after.
     got = kata.measure_peak("float32")
     assert isinstance(got, float)
     harness = peak()
-    assert harness / 3 < got < harness * 3, (
-        f"measure_peak gave {got:.3g} FMA/s, the harness's register probe measured {harness:.3g}"
+    assert got < harness * 3, (
+        f"01_peak › measure_peak() gave {got:.3g} FMA/s, 3 times or more the harness's "
+        f"register probe ({harness:.3g} FMA/s): return FMA/s of one core, as XTC's "
+        "benchmark gives them"
+    )
+    if got > harness / 3:
+        return
+    from xtc.runtimes.host import HostRuntime
+
+    now = max(HostRuntime.get().evaluate_flops("float32") for _ in range(3))
+    assert got > now / 3, (
+        f"01_peak › measure_peak() gave {got:.3g} FMA/s where XTC's benchmark read "
+        f"{now:.3g} right after (best of 3 calls) and the harness's register probe "
+        f"{harness:.3g}: return the best reading of XTC's evaluate_flops, unchanged"
     )
 
 
