@@ -11,10 +11,8 @@ import argparse
 import importlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -23,21 +21,31 @@ from xtc_katas import ROOT
 from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import Kata, Task, find, katas
 from xtc_katas.kata.progress import BestFigure, KataStatus, kata_status
+from xtc_katas.kata.run_lock import RunBusy, run_lock
 from xtc_katas.measure.backends import BACKENDS
 from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
 
 HINT_STATE = progress.cache_file(key="xtc-katas/hints")
-BACKUPS = ROOT / ".xtc-katas" / "backups"
+#: `watch` waits this long for another run (the notebook's, a `run`) to end before giving up.
+WATCH_WAIT = 600.0
 
 
-def pytest_kata(kata: Kata, extra: Sequence[str] = (), quiet: bool = True) -> int:
-    """Run one kata's tests in a fresh process, recording results in the cache."""
+def pytest_kata(
+    kata: Kata, extra: Sequence[str] = (), quiet: bool = True, wait: float = 0.0
+) -> int:
+    """Run one kata's tests in a fresh process, recording results in the cache.
+
+    Under the repository's run lock (kata/run_lock.py), shared with the notebook: two
+    runs at once would race each other's timings. `wait`: seconds to wait for a run in
+    progress, then RunBusy (main prints its message).
+    """
     args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", *extra]
-    if quiet:
-        args += ["-q", "--no-header", "-p", "no:warnings"]
-        result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
-    else:
-        result = subprocess.run(args, cwd=ROOT)
+    with run_lock(f"xtc-katas on {kata.id}", wait=wait):
+        if quiet:
+            args += ["-q", "--no-header", "-p", "no:warnings"]
+            result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+        else:
+            result = subprocess.run(args, cwd=ROOT)
     return result.returncode
 
 
@@ -222,7 +230,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     runs = 0
     while True:
         print(f"running the tests of {kata.id} ...", flush=True)
-        pytest_kata(kata, extra)
+        pytest_kata(kata, extra, wait=WATCH_WAIT)
         runs += 1
         status = kata_status(kata, progress.read())
         print(status_line(status), flush=True)
@@ -300,13 +308,10 @@ def cmd_reset(args: argparse.Namespace) -> int:
     if stub.exists() and stub.read_text() == original:
         print(f"{stub.relative_to(ROOT)} is already the original stub: nothing to do")
         return 0
-    BACKUPS.mkdir(parents=True, exist_ok=True)
-    backup = BACKUPS / f"{kata.id}-{stub.stem}-{time.strftime('%Y%m%d-%H%M%S')}.py"
-    if stub.exists():
-        shutil.copy2(stub, backup)
+    backup = stubs.backup_stub(kata)
     stub.write_text(original)
     print(f"reset {stub.relative_to(ROOT)} to the original stub")
-    if stub.exists():
+    if backup is not None:
         print(f"your version is saved as {backup.relative_to(ROOT)}")
     return 0
 
@@ -398,3 +403,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LookupError as exc:
         print(f"xtc-katas: {exc}", file=sys.stderr)
         return 2
+    except RunBusy as exc:
+        print(f"xtc-katas: {exc}", file=sys.stderr)
+        return 3
