@@ -1,7 +1,7 @@
 """`xtc-katas`: the learner's loop on top of pytest.
 
-status (the default), run, watch, hint, solution, reset, show, explore, report: each with
---help. Progress is never hand-kept: `status` runs pytest on the first kata whose
+status (the default), run, watch, hint, solution, reset, show, explore, report, notebook:
+each with --help. Progress is never hand-kept: `status` runs pytest on the first kata whose
 recorded results are missing or stale, and reads every result back from pytest's cache.
 """
 
@@ -332,6 +332,14 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return explore.main(argv)
 
 
+def cmd_notebook(args: argparse.Namespace) -> int:
+    """The kata loop in a marimo app (xtc_katas/notebook/): served locally, URL printed."""
+    from xtc_katas.notebook import server
+
+    kata = find(args.kata) if args.kata else _current_kata()
+    return server.main(kata, port=args.port, browser=not args.no_browser)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     return command("report").main(args)
 
@@ -390,6 +398,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, default=ROOT / ".xtc-katas" / "report")
     report.set_defaults(func=cmd_report)
     command("show").add_parser(sub)
+    notebook = sub.add_parser(
+        "notebook",
+        help="the kata loop in a marimo app in your browser: lesson, editor, run, charts",
+    )
+    notebook.add_argument("kata", nargs="?", help="number, name or id (default: current kata)")
+    notebook.add_argument("--port", type=int, help="local port (default: a free one)")
+    notebook.add_argument("--no-browser", action="store_true", help="only print the URL")
+    notebook.set_defaults(func=cmd_notebook)
     return parser
 
 

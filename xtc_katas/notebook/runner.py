@@ -78,15 +78,22 @@ class RunResult:
 
 
 def pytest_command(
-    kata: Kata, junit: Path, quick: bool = False, backends: Sequence[str] = ()
+    kata: Kata,
+    junit: Path,
+    quick: bool = False,
+    backends: Sequence[str] = (),
+    task: str = "",
 ) -> list[str]:
     """The learner's command (`pytest katas/NN_name`), verbose for the progress lines,
-    with pytest's JUnit report for the failure texts; `quick` leaves the races out."""
+    with pytest's JUnit report for the failure texts; `quick` leaves the races out,
+    `task` keeps one function's tests (`-k`: every test's name contains its function)."""
     args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", "-v", "--no-header"]
     args += ["-p", "no:warnings", "-o", "console_output_style=classic", f"--junitxml={junit}"]
     if quick:
         args += ["-m", "not perf"]
     args += [f"--backend={b}" for b in backends]
+    if task:
+        args += ["-k", task]
     return args
 
 
@@ -167,8 +174,10 @@ class KataRun:
         backends: Sequence[str] = (),
         root: Path = ROOT,
         env: dict[str, str] | None = None,
+        task: str = "",
     ) -> None:
         self.kata = kata
+        self.task = task
         self.quick = quick
         self.backends = tuple(backends)
         self.root = root
@@ -194,7 +203,7 @@ class KataRun:
             junit = scratch / "junit.xml"
             self.started = time.time()
             self._process = subprocess.Popen(
-                pytest_command(self.kata, junit, self.quick, self.backends),
+                pytest_command(self.kata, junit, self.quick, self.backends, self.task),
                 cwd=self.root,
                 env=self.env,
                 stdout=subprocess.PIPE,
@@ -268,9 +277,9 @@ class KataRun:
 
 
 def run_kata(
-    kata: Kata, quick: bool = False, backends: Sequence[str] = (), root: Path = ROOT
+    kata: Kata, quick: bool = False, backends: Sequence[str] = (), root: Path = ROOT, task: str = ""
 ) -> RunResult:
     """One run, start to end (the headless app and the tests)."""
-    result = KataRun(kata, quick, backends, root).start().wait()
+    result = KataRun(kata, quick, backends, root, task=task).start().wait()
     assert result is not None
     return result
