@@ -46,7 +46,7 @@ def _():
     machine_line = machine.describe()
     #: The run in progress (or the last one) and its rendered result: kept across cells
     #: without re-running them (a run lives longer than any cell's execution).
-    current = {"run": None, "shown": None, "shown_html": None}
+    current = {"run": None, "shown": None, "shown_html": None, "save": 0, "run_clicks": 0}
     return (
         KataRun,
         ROOT,
@@ -73,8 +73,14 @@ def _():
 
 @app.cell
 def _(kata, mo):
-    lesson = kata.folder() / "README.md"
-    mo.md(lesson.read_text() if lesson.exists() else f"# {kata.id}")
+    _lesson = kata.folder() / "README.md"
+    _text = _lesson.read_text() if _lesson.exists() else ""
+    mo.vstack(
+        [
+            mo.md(f"# {kata.id}: {kata.title}"),
+            mo.accordion({f"The lesson (katas/{kata.id}/README.md)": mo.md(_text)}),
+        ]
+    )
     return
 
 
@@ -87,9 +93,11 @@ def _(kata, mo):
         [t.function for t in kata.tasks], value=kata.tasks[0].function, label="hint for"
     )
     hint_button = mo.ui.run_button(label="next hint")
-    save_button = mo.ui.run_button(label="Save", kind="success")
+    # Counting buttons, not run_buttons: a click that lands while the kernel is busy
+    # (a select changed, a save re-ran the editor) still counts, once.
+    save_button = mo.ui.button(value=0, on_click=lambda n: n + 1, label="Save", kind="success")
     reload_button = mo.ui.run_button(label="Reload from disk", kind="warn")
-    run_button = mo.ui.run_button(label="Run tests", kind="success")
+    run_button = mo.ui.button(value=0, on_click=lambda n: n + 1, label="Run tests", kind="success")
     quick = mo.ui.switch(label="quick (no speed races)")
     backend = mo.ui.dropdown(["both", "mlir", "tvm"], value="both", label="backend")
     only_task = mo.ui.dropdown(
@@ -153,8 +161,9 @@ def _(get_loaded, kata, mo):
 
 
 @app.cell
-def _(editor, get_loaded, kata, save_button, set_loaded, set_note, stub_sync):
-    if save_button.value:
+def _(current, editor, get_loaded, kata, save_button, set_loaded, set_note, stub_sync):
+    if save_button.value > current["save"]:
+        current["save"] = save_button.value
         try:
             _saved, _backup = stub_sync.save(kata, get_loaded(), editor.value)
         except stub_sync.SaveRefused as _refused:
@@ -229,7 +238,12 @@ def _(
     _task = "" if only_task.value == "all tasks" else only_task.value
     if autorun and current["run"] is None:
         _backends, _task = autorun_backends, autorun_task
-    if run_button.value or (autorun and current["run"] is None):
+    _clicked = run_button.value > current["run_clicks"]
+    current["run_clicks"] = run_button.value
+    _busy_here = current["run"] is not None and current["run"].running
+    if _clicked and _busy_here:
+        set_note(("warn", f"{kata.id}: a run is in progress: cancel it or wait for it"))
+    elif _clicked or (autorun and current["run"] is None):
         _loaded = get_loaded()
         try:
             _quick = quick.value or (autorun and autorun_quick)

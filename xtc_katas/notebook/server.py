@@ -40,6 +40,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 def server_env(kata: Kata) -> dict[str, str]:
     env = dict(os.environ)
     env[KATA_ENV] = kata.id
+    # The app imports this repository's xtc_katas (a copy's, in the harness's tests),
+    # whichever one the venv has installed.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["MARIMO_SKIP_UPDATE_CHECK"] = "1"  # offline: no look-up of a newer marimo
     return env
 

@@ -16,7 +16,14 @@ from xtc_katas.kata import progress
 from xtc_katas.kata.manifest import Kata
 from xtc_katas.notebook.runner import RunResult, TaskVerdict
 
-MARK = {"passed": "✅", "failed": "❌", "not run": "⬜"}
+#: A coloured badge per state (text, not emoji: a browser without an emoji font shows
+#: emoji as boxes).
+COLOURS = {"passed": "#2b8a3e", "failed": "#c92a2a", "not run": "#868e96"}
+MARK = {
+    state: f'<span style="background:{colour};color:white;padding:0 0.4em;border-radius:3px;'
+    f'font-size:0.85em">{state}</span>'
+    for state, colour in COLOURS.items()
+}
 #: The HTML id/class hooks the browser test finds the verdicts by.
 VERDICT_CLASS = "xtc-verdict"
 
@@ -28,7 +35,7 @@ def task_list(kata: Kata, root: Path = ROOT) -> str:
     status = progress.kata_status(kata, results) if root == ROOT else None
     rows = "".join(
         f'<li class="xtc-task" data-task="{t.function}" data-state="{states[t.function]}">'
-        f"{MARK[states[t.function]]} <code>{t.function}</code> — {states[t.function]}</li>"
+        f"{MARK[states[t.function]]} <code>{t.function}</code></li>"
         for t in kata.tasks
     )
     head = (
@@ -51,7 +58,7 @@ def _verdict(task: TaskVerdict) -> str:
         failures += f"<small>(and {more} more failing test{'s' * (more > 1)})</small>"
     return (
         f'<div class="{VERDICT_CLASS}" data-task="{task.function}" data-state="{task.state}">'
-        f"{MARK[task.state]} <code>{task.function}</code>: {task.state}{failures}</div>"
+        f"{MARK[task.state]} <code>{task.function}</code>{failures}</div>"
     )
 
 
