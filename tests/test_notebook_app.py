@@ -147,8 +147,9 @@ def chromium_or_skip() -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.perf  # the app's first run races kata 04's kernels
 def test_a_learner_solves_a_task_in_a_real_browser(tmp_path: Path) -> None:
+    """In quick mode (no speed race: the headless test checks the chart), so it may run
+    beside other tests under pytest -n."""
     chromium = chromium_or_skip()
     from playwright.sync_api import sync_playwright
 
@@ -162,7 +163,7 @@ def test_a_learner_solves_a_task_in_a_real_browser(tmp_path: Path) -> None:
             page = chrome.new_page(viewport={"width": 1280, "height": 1000})
             page.goto(url)
 
-            def write_save_and_run(text: str, quick: bool) -> None:
+            def write_save_and_run(text: str) -> None:
                 editor = page.locator(".cm-content").first
                 editor.wait_for(timeout=90_000)
                 editor.click()
@@ -177,20 +178,21 @@ def test_a_learner_solves_a_task_in_a_real_browser(tmp_path: Path) -> None:
                 tasks.select_option("schedule_interchange")
                 backends = page.locator("select", has=page.locator("option[value='both']"))
                 backends.select_option("mlir")
-                if quick:
-                    page.get_by_role("switch").first.click()
+                quick = page.get_by_role("switch").first
+                if quick.get_attribute("aria-checked") != "true":
+                    quick.click()
+                    page.wait_for_timeout(500)
                 page.get_by_role("button", name="Run tests").click()
 
-            write_save_and_run(right, quick=False)
+            write_save_and_run(right)
             passed = ".xtc-verdict[data-task='schedule_interchange'][data-state='passed']"
             page.locator(passed).wait_for(timeout=180_000)
-            page.locator("img[alt*='speedups against the reference']").wait_for(timeout=30_000)
             listed = ".xtc-task[data-task='schedule_interchange'][data-state='passed']"
             page.locator(listed).wait_for(timeout=30_000)
             code, status = run_python(repo, "-m", "xtc_katas", "status", "--no-run")
             assert code == 0 and re.search(r"04_scheduling\s+partly run\s+1/5", status), status
 
-            write_save_and_run(wrong, quick=True)
+            write_save_and_run(wrong)
             failed = ".xtc-verdict[data-task='schedule_interchange'][data-state='failed']"
             page.locator(failed).wait_for(timeout=180_000)
             shown = page.locator(f"{failed} .xtc-failure pre").first.inner_text()

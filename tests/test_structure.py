@@ -31,8 +31,9 @@ ALLOWED = {
     "checks": {"", "kata", "measure", "checks"},
     "plugin": {"", "kata", "measure", "checks"},
     "cli": {"", "kata", "measure", "checks", "cli", "notebook"},
-    # the notebook mode: shows what the cli's commands show, runs pytest in a subprocess
-    "notebook": {"", "kata", "measure", "checks", "cli", "notebook"},
+    # the notebook mode: shows what the cli's commands show, runs pytest in a subprocess;
+    # its screenshot tool (maintainers') works in a repository copy (tools.repo_copy)
+    "notebook": {"", "kata", "measure", "checks", "cli", "tools", "notebook"},
     "tools": {"", "kata", "measure", "checks", "tools"},
     "__main__": {"", "cli"},
 }

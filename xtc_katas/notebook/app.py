@@ -28,7 +28,6 @@ def _():
     from xtc_katas import ROOT
     from xtc_katas.cli import main as cli_main
     from xtc_katas.cli import show as show_cli
-    from xtc_katas.cli.explore import search_task
     from xtc_katas.kata.manifest import find
     from xtc_katas.kata.run_lock import RunBusy, RunLock
     from xtc_katas.measure import machine
@@ -44,10 +43,15 @@ def _():
     autorun_backends = (str(args["backend"]),) if args.get("backend") else ()
     autorun_task = str(args.get("task") or "")
     machine_line = machine.describe()
+    #: The kinds of task `xtc-katas explore` runs (katas 06, 07: a search; 12: an
+    #: optimizer), by the manifest's kinds as explore goes: not importing explore keeps
+    #: its measuring modules out of the app's process.
+    EXPLORED_KINDS = ("search", "strategy_search", "optimizer")
     #: The run in progress (or the last one) and its rendered result: kept across cells
     #: without re-running them (a run lives longer than any cell's execution).
     current = {"run": None, "shown": None, "shown_html": None, "save": 0, "run_clicks": 0}
     return (
+        EXPLORED_KINDS,
         KataRun,
         ROOT,
         RunBusy,
@@ -61,7 +65,6 @@ def _():
         kata,
         machine_line,
         mo,
-        search_task,
         show_cli,
         stub_sync,
         subprocess,
@@ -355,14 +358,14 @@ def _(ROOT, kata, mo, show_backend, show_button, show_function, subprocess, sys)
 
 
 @app.cell
-def _(kata, mo, search_task):
-    _explorable = bool(kata.tasks_of_kind("optimizer") or search_task(kata))
+def _(EXPLORED_KINDS, kata, mo):
+    _explorable = bool(kata.tasks_of_kind(*EXPLORED_KINDS))
     explore_button = mo.ui.run_button(label=f"Explore ({kata.id})", disabled=not _explorable)
     return (explore_button,)
 
 
 @app.cell
-def _(ROOT, RunBusy, RunLock, explore_button, kata, mo, subprocess, sys):
+def _(EXPLORED_KINDS, ROOT, RunBusy, RunLock, explore_button, kata, mo, subprocess, sys):
     _items = []
     if explore_button.value:
         _lock = RunLock(f"the notebook's explore on {kata.id}")
@@ -386,7 +389,7 @@ def _(ROOT, RunBusy, RunLock, explore_button, kata, mo, subprocess, sys):
                 if _line.startswith("plot: "):
                     _items.append(mo.image(_line[len("plot: ") :].strip()))
     _view = None
-    if kata.tasks_of_kind("optimizer", "search", "strategy_search"):
+    if kata.tasks_of_kind(*EXPLORED_KINDS):
         _view = mo.vstack([mo.md("## Explore (xtc-katas explore)"), explore_button, *_items])
     _view
     return

@@ -109,9 +109,10 @@ def speed_chart(result: RunResult, kata: Kata, machine_line: str) -> bytes | Non
         over = {kata.task(n).baseline if kata.task(n) else "naive" for n in names}
         ax.set_xlabel(f"speedup over {' / '.join(sorted(over))} (higher is better)")
         ax.set_title(backend.upper())
-        ax.legend(loc="lower right", fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
     fig.suptitle(textwrap.fill(f"{kata.id}, measured on {machine_line}", 90), fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=110)
     plt.close(fig)
