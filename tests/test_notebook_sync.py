@@ -121,3 +121,10 @@ def test_a_runs_verdicts_come_from_junit_and_the_progress_record(root: Path) -> 
     vectorize = next(t for t in tasks if t.function == "schedule_vectorize")
     assert vectorize.failures[0].message.endswith("too slow\nthe whole text")
     assert [(t.tasks[0], t.backend) for t in tests if t.perf] == [("schedule_interchange", "mlir")]
+
+
+def test_a_crashed_run_names_the_kata_the_signal_and_what_to_do() -> None:
+    message = runner._crash_message(KATA, -11)
+    assert message.startswith("04_scheduling: the test run crashed (pytest was killed by SIGSEGV)")
+    assert "the notebook is fine" in message and "xtc-katas run 4" in message
+    assert "exit code 3" in runner._crash_message(KATA, 3)

@@ -353,7 +353,7 @@ def _(ROOT, kata, mo, show_backend, show_button, show_function, subprocess, sys)
             )
             _views[_label] = mo.plain_text((_done.stdout + _done.stderr)[-60000:])
         _tabs = mo.ui.tabs(_views)
-    mo.vstack([mo.md("## Show (xtc-katas show)"), _out, *([_tabs] if _tabs else [])])
+    mo.vstack([mo.md("## Show (xtc-katas show)"), _out, *([] if _tabs is None else [_tabs])])
     return
 
 
