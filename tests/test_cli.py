@@ -44,7 +44,19 @@ def git(repo, *args):
 
 
 @pytest.mark.parametrize(
-    "command", ["status", "run", "watch", "hint", "solution", "reset", "show", "explore", "report"]
+    "command",
+    [
+        "status",
+        "run",
+        "watch",
+        "hint",
+        "solution",
+        "reset",
+        "show",
+        "explore",
+        "report",
+        "notebook",
+    ],
 )
 def test_every_subcommand_has_help(repo, command):
     code, out = cli(repo, command, "--help")
@@ -203,3 +215,15 @@ def test_show_covers_the_baseline_a_candidate_and_a_sample(repo, args, expected)
     code, out = cli(repo, "show", *args, "--reference", "--backend", "mlir")
     assert code == 0, out
     assert expected in out
+
+
+def test_a_second_run_is_refused_while_another_holds_the_repository(repo):
+    """run, watch, status and the notebook share one lock: two runs never race timings."""
+    from xtc_katas.kata.run_lock import run_lock
+
+    with run_lock("the notebook on 01_peak", repo):
+        code, out = cli(repo, "run", "1")
+    assert code == 3, out
+    assert "another run of the katas' tests is in progress (the notebook on 01_peak" in out
+    code, out = cli(repo, "run", "1")
+    assert code == 1 and "01_peak: not started" in out

@@ -6,6 +6,7 @@ Packages by role, each importing only the ones below it:
     measure   build, run and time a kernel; the one speed rule
     checks    judge a learner's code (shape, search, the speed race)
     plugin    pytest's side           cli: the learner's command     tools: maintainers'
+    notebook  the learner's loop in a marimo app (started by cli)
 
 Read from the source (every `import`, function-level ones included; annotations-only
 imports under `if TYPE_CHECKING:` left out, as Python never runs them).
@@ -29,7 +30,10 @@ ALLOWED = {
     "measure": {"", "kata", "measure"},
     "checks": {"", "kata", "measure", "checks"},
     "plugin": {"", "kata", "measure", "checks"},
-    "cli": {"", "kata", "measure", "checks", "cli"},
+    "cli": {"", "kata", "measure", "checks", "cli", "notebook"},
+    # the notebook mode: shows what the cli's commands show, runs pytest in a subprocess;
+    # its screenshot tool (maintainers') works in a repository copy (tools.repo_copy)
+    "notebook": {"", "kata", "measure", "checks", "cli", "tools", "notebook"},
     "tools": {"", "kata", "measure", "checks", "tools"},
     "__main__": {"", "cli"},
 }

@@ -1,7 +1,7 @@
 """`xtc-katas`: the learner's loop on top of pytest.
 
-status (the default), run, watch, hint, solution, reset, show, explore, report: each with
---help. Progress is never hand-kept: `status` runs pytest on the first kata whose
+status (the default), run, watch, hint, solution, reset, show, explore, report, notebook:
+each with --help. Progress is never hand-kept: `status` runs pytest on the first kata whose
 recorded results are missing or stale, and reads every result back from pytest's cache.
 """
 
@@ -11,10 +11,8 @@ import argparse
 import importlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -23,21 +21,31 @@ from xtc_katas import ROOT
 from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import Kata, Task, find, katas
 from xtc_katas.kata.progress import BestFigure, KataStatus, kata_status
+from xtc_katas.kata.run_lock import RunBusy, run_lock
 from xtc_katas.measure.backends import BACKENDS
 from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
 
 HINT_STATE = progress.cache_file(key="xtc-katas/hints")
-BACKUPS = ROOT / ".xtc-katas" / "backups"
+#: `watch` waits this long for another run (the notebook's, a `run`) to end before giving up.
+WATCH_WAIT = 600.0
 
 
-def pytest_kata(kata: Kata, extra: Sequence[str] = (), quiet: bool = True) -> int:
-    """Run one kata's tests in a fresh process, recording results in the cache."""
+def pytest_kata(
+    kata: Kata, extra: Sequence[str] = (), quiet: bool = True, wait: float = 0.0
+) -> int:
+    """Run one kata's tests in a fresh process, recording results in the cache.
+
+    Under the repository's run lock (kata/run_lock.py), shared with the notebook: two
+    runs at once would race each other's timings. `wait`: seconds to wait for a run in
+    progress, then RunBusy (main prints its message).
+    """
     args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", *extra]
-    if quiet:
-        args += ["-q", "--no-header", "-p", "no:warnings"]
-        result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
-    else:
-        result = subprocess.run(args, cwd=ROOT)
+    with run_lock(f"xtc-katas on {kata.id}", wait=wait):
+        if quiet:
+            args += ["-q", "--no-header", "-p", "no:warnings"]
+            result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+        else:
+            result = subprocess.run(args, cwd=ROOT)
     return result.returncode
 
 
@@ -222,7 +230,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     runs = 0
     while True:
         print(f"running the tests of {kata.id} ...", flush=True)
-        pytest_kata(kata, extra)
+        pytest_kata(kata, extra, wait=WATCH_WAIT)
         runs += 1
         status = kata_status(kata, progress.read())
         print(status_line(status), flush=True)
@@ -300,13 +308,10 @@ def cmd_reset(args: argparse.Namespace) -> int:
     if stub.exists() and stub.read_text() == original:
         print(f"{stub.relative_to(ROOT)} is already the original stub: nothing to do")
         return 0
-    BACKUPS.mkdir(parents=True, exist_ok=True)
-    backup = BACKUPS / f"{kata.id}-{stub.stem}-{time.strftime('%Y%m%d-%H%M%S')}.py"
-    if stub.exists():
-        shutil.copy2(stub, backup)
+    backup = stubs.backup_stub(kata)
     stub.write_text(original)
     print(f"reset {stub.relative_to(ROOT)} to the original stub")
-    if stub.exists():
+    if backup is not None:
         print(f"your version is saved as {backup.relative_to(ROOT)}")
     return 0
 
@@ -325,6 +330,14 @@ def cmd_explore(args: argparse.Namespace) -> int:
     if args.solutions:
         argv.append("--solutions")
     return explore.main(argv)
+
+
+def cmd_notebook(args: argparse.Namespace) -> int:
+    """The kata loop in a marimo app (xtc_katas/notebook/): served locally, URL printed."""
+    from xtc_katas.notebook import server
+
+    kata = find(args.kata) if args.kata else _current_kata()
+    return server.main(kata, port=args.port, browser=not args.no_browser)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -385,6 +398,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, default=ROOT / ".xtc-katas" / "report")
     report.set_defaults(func=cmd_report)
     command("show").add_parser(sub)
+    notebook = sub.add_parser(
+        "notebook",
+        help="the kata loop in a marimo app in your browser: lesson, editor, run, charts",
+    )
+    notebook.add_argument("kata", nargs="?", help="number, name or id (default: current kata)")
+    notebook.add_argument("--port", type=int, help="local port (default: a free one)")
+    notebook.add_argument("--no-browser", action="store_true", help="only print the URL")
+    notebook.set_defaults(func=cmd_notebook)
     return parser
 
 
@@ -398,3 +419,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LookupError as exc:
         print(f"xtc-katas: {exc}", file=sys.stderr)
         return 2
+    except RunBusy as exc:
+        print(f"xtc-katas: {exc}", file=sys.stderr)
+        return 3

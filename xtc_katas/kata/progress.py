@@ -107,6 +107,20 @@ class KataStatus:
     best: BestFigure | None
 
 
+def task_states(kata: Kata, results: Results, root: Path = ROOT) -> dict[str, str]:
+    """Each task's state against the current stub: "passed" when it has results and all
+    passed, "failed" when one failed, else "not run" (the status table counts the first;
+    the notebook's task list shows all three)."""
+    mine = kata_results(kata, results, root).values()
+    states = {}
+    for task in kata.tasks:
+        outcomes = [r.passed for r in mine if task.function in r.tasks]
+        states[task.function] = (
+            "not run" if not outcomes else "passed" if all(outcomes) else "failed"
+        )
+    return states
+
+
 def kata_status(kata: Kata, results: Results) -> KataStatus:
     """The kata's state from its results against the current stub: "passing" only when
     every task has passed tests and none failed; "partly run" when none failed but some
@@ -114,10 +128,7 @@ def kata_status(kata: Kata, results: Results) -> KataStatus:
     mine = kata_results(kata, results).values()
     if not mine:
         return KataStatus(kata, "not run", 0, None, None)
-    passed = 0
-    for task in kata.tasks:
-        outcomes = [r.passed for r in mine if task.function in r.tasks]
-        passed += bool(outcomes) and all(outcomes)
+    passed = sum(state == "passed" for state in task_states(kata, results).values())
     failures = [r for r in mine if not r.passed]
     figures = [
         BestFigure(

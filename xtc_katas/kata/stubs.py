@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import ast
 import inspect
+import shutil
 import textwrap
+import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from xtc_katas import ROOT
 from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.manifest import Kata
 
@@ -98,3 +102,28 @@ def first_untouched(module: ModuleType, functions: Sequence[str]) -> str | None:
         if function is not None and is_untouched_stub(function):
             return name
     return None
+
+
+def backups_folder(root: Path = ROOT) -> Path:
+    """Where `reset` and the notebook's save keep the learner's previous versions."""
+    return root / ".xtc-katas" / "backups"
+
+
+def backup_stub(kata: Kata, root: Path = ROOT) -> Path | None:
+    """Copy the kata's stub as it is now to the backups folder; its path (None: no stub).
+
+    One file per call, named by kata, module and second (a second save in the same second
+    gets a suffix): whatever overwrites the stub next, the learner's version stays."""
+    stub = kata.stub_path(root)
+    if not stub.exists():
+        return None
+    folder = backups_folder(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    base = f"{kata.id}-{stub.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    backup = folder / f"{base}.py"
+    count = 1
+    while backup.exists():
+        count += 1
+        backup = folder / f"{base}-{count}.py"
+    shutil.copy2(stub, backup)
+    return backup

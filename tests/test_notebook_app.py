@@ -1,0 +1,210 @@
+"""The notebook mode end to end: marimo leaves pytest alone, the app runs headless, its
+server starts and stops, and a real browser (Debian's chromium under Playwright) solves
+a task of kata 04 through it.
+
+The app's own logic (save, load, lock, reports) is tested without marimo in
+tests/test_notebook_sync.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from xtc_katas import ROOT
+from xtc_katas.kata.manifest import find
+from xtc_katas.notebook import browser
+from xtc_katas.notebook.server import answers
+from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
+
+KATA = find(4)
+APP = "xtc_katas/notebook/app.py"
+STUB_BODY = '''    """Reorder the loops so that the innermost loop walks B and C with stride 1."""
+    raise NotImplementedError'''
+
+
+def answer(stub: str, interchange: str) -> str:
+    """Kata 04's stub with `schedule_interchange` written as `interchange`."""
+    assert STUB_BODY in stub
+    return stub.replace(STUB_BODY, STUB_BODY.splitlines()[0] + f"\n    {interchange}")
+
+
+RIGHT = 'sch.interchange(["i", "k", "j"])'
+WRONG = 'sch.interchange(["i", "j", "k"])'
+
+
+def app_env(repo: Path) -> dict[str, str]:
+    # the copy's xtc_katas, a learner's environment, marimo offline; peak not measured
+    return learner_env(
+        PYTHONPATH=str(repo), MARIMO_SKIP_UPDATE_CHECK="1", XTC_KATAS_PEAK_GFMAS="50"
+    )
+
+
+def test_marimo_and_playwright_register_no_pytest_plugin() -> None:
+    """The suite names its plugins (--disable-plugin-autoload); still, installing the
+    notebook's packages must not add one that a plain `pytest` would load."""
+    plugins = {ep.dist.name.lower() for ep in entry_points(group="pytest11") if ep.dist}
+    assert not plugins & {"marimo", "playwright", "filelock", "pyee", "greenlet"}
+    args = ["--trace-config", "--co", "-q", "-p", "no:cacheprovider"]
+    traced = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, str(ROOT / "tests" / "test_structure.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert traced.returncode == 0, traced.stdout + traced.stderr
+    assert "marimo" not in traced.stdout and "playwright" not in traced.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.perf  # the app's run races kata 04's kernels
+def test_the_app_run_headless_shows_the_verdicts_and_the_chart(tmp_path: Path) -> None:
+    """`marimo export html` executes the app; with --autorun it runs the kata once."""
+    repo = copy_repository(tmp_path)
+    stub = KATA.stub_path(repo)
+    stub.write_text(answer(stub.read_text(), RIGHT))
+    out = tmp_path / "notebook.html"
+    args = ["-m", "marimo", "export", "html", APP, "-o", str(out), "--"]
+    args += ["--kata", "4", "--autorun", "--task", "schedule_interchange", "--backend", "mlir"]
+    code, output = run_python(repo, *args, env=app_env(repo), timeout=600)
+    assert code == 0, output
+    page = out.read_text()
+    finished = r"04_scheduling\\u003C/b\\u003E: tests finished in [\d.]+ s"
+    assert re.search(finished, page), page[-3000:]
+    verdict = 'class=\\"xtc-verdict\\" data-task=\\"schedule_interchange\\" data-state=\\"passed'
+    assert verdict in page
+    assert "speedups against the reference" in page and "data:image/png;base64," in page
+    assert 'data-task=\\"schedule_vectorize\\" data-state=\\"failed' in page or (
+        'data-task=\\"schedule_vectorize\\" data-state=\\"not run' in page
+    )
+
+
+def start_notebook(repo: Path) -> tuple[subprocess.Popen[str], str]:
+    """`xtc-katas notebook 4 --no-browser` in the copy: the process and its printed URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xtc_katas", "notebook", "4", "--no-browser"],
+        cwd=repo,
+        env=app_env(repo),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    deadline = time.monotonic() + 120
+    seen = []
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line and process.poll() is not None:
+            break
+        seen.append(line)
+        found = re.search(r"notebook for 04_scheduling: (http://127\.0\.0\.1:\d+/\S+)", line)
+        if found:
+            return process, found.group(1)
+    process.kill()
+    raise AssertionError("the notebook printed no URL:\n" + "".join(seen))
+
+
+def stop_notebook(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise AssertionError("the notebook did not stop on SIGTERM") from None
+
+
+@pytest.mark.slow
+def test_the_server_starts_on_a_free_port_answers_and_stops(tmp_path: Path) -> None:
+    repo = copy_repository(tmp_path)
+    process, url = start_notebook(repo)
+    try:
+        base = url.split("/?")[0]
+        assert answers(f"{base}/health") and answers(url)
+    finally:
+        stop_notebook(process)
+    assert not answers(f"{base}/health")
+    # the server's children (marimo's) are gone with it: nothing holds the port
+    assert subprocess.run(["pgrep", "-f", "--", f"--port {base.rsplit(':', 1)[1]}"]).returncode == 1
+
+
+def chromium_or_skip() -> str:
+    path = browser.chromium_path()
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the browser test: {browser.HOW_TO_GET}")
+        pytest.skip(browser.HOW_TO_GET)
+    return path
+
+
+@pytest.mark.slow
+def test_a_learner_solves_a_task_in_a_real_browser(tmp_path: Path) -> None:
+    """In quick mode (no speed race: the headless test checks the chart), so it may run
+    beside other tests under pytest -n."""
+    chromium = chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    repo = copy_repository(tmp_path)
+    stub = KATA.stub_path(repo)
+    right, wrong = answer(stub.read_text(), RIGHT), answer(stub.read_text(), WRONG)
+    process, url = start_notebook(repo)
+    try:
+        with sync_playwright() as playwright:
+            chrome = browser.launch(playwright, chromium)
+            page = chrome.new_page(viewport={"width": 1280, "height": 1000})
+            page.goto(url)
+
+            def write_save_and_run(text: str) -> None:
+                editor = page.locator(".cm-content").first
+                editor.wait_for(timeout=90_000)
+                editor.click()
+                page.keyboard.press("Control+a")
+                page.keyboard.insert_text(text)
+                page.get_by_role("button", name="Save").click()
+                deadline = time.monotonic() + 30
+                while stub.read_text() != text and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert stub.read_text() == text  # the file is the editor's text
+                tasks = page.locator("select", has=page.locator("option[value='all tasks']"))
+                tasks.select_option("schedule_interchange")
+                backends = page.locator("select", has=page.locator("option[value='both']"))
+                backends.select_option("mlir")
+                quick = page.get_by_role("switch").first
+                if quick.get_attribute("aria-checked") != "true":
+                    quick.click()
+                    page.wait_for_timeout(500)
+                page.get_by_role("button", name="Run tests").click()
+
+            write_save_and_run(right)
+            passed = ".xtc-verdict[data-task='schedule_interchange'][data-state='passed']"
+            page.locator(passed).wait_for(timeout=180_000)
+            listed = ".xtc-task[data-task='schedule_interchange'][data-state='passed']"
+            page.locator(listed).wait_for(timeout=30_000)
+            code, status = run_python(repo, "-m", "xtc_katas", "status", "--no-run")
+            assert code == 0 and re.search(r"04_scheduling\s+partly run\s+1/5", status), status
+
+            write_save_and_run(wrong)
+            failed = ".xtc-verdict[data-task='schedule_interchange'][data-state='failed']"
+            page.locator(failed).wait_for(timeout=180_000)
+            shown = page.locator(f"{failed} .xtc-failure pre").first.inner_text()
+            chrome.close()
+    finally:
+        stop_notebook(process)
+    assert stub.read_text() == wrong
+    # the message is pytest's own: the same run in a terminal prints it
+    code, printed = run_python(
+        repo, "-m", "pytest", "katas/04_scheduling", "-k", "schedule_interchange",
+        "--backend", "mlir", "-m", "not perf",
+    )  # fmt: skip
+    assert code == 1
+    first = next(line for line in shown.splitlines() if line.strip())
+    assert first.strip() in printed, (first, printed[-3000:])

@@ -1,0 +1,89 @@
+"""One run of the katas' tests at a time per repository: `run`, `watch` and the notebook.
+
+Two runs at once race each other's timings (each perf test times kernels side by side
+and assumes the cores are its own) and both write the progress record at their end.
+The lock is a file under `.xtc-katas/` held through `filelock` (an OS-level lock:
+released by the kernel when its process dies, so a crashed run never leaves the
+repository locked). Whoever holds it is written beside it, for the message the next
+runner prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from xtc_katas import ROOT
+
+
+def lock_path(root: Path = ROOT) -> Path:
+    return root / ".xtc-katas" / "run.lock"
+
+
+def _holder_path(root: Path) -> Path:
+    return root / ".xtc-katas" / "run.lock.holder"
+
+
+class RunBusy(RuntimeError):
+    """Another run holds the repository's lock; the message says which, and what to do."""
+
+
+def holder(root: Path = ROOT) -> str:
+    """Who last took the lock (`"xtc-katas run 04_scheduling, pid 123"`), or ""."""
+    try:
+        return _holder_path(root).read_text().strip()
+    except OSError:
+        return ""
+
+
+class RunLock:
+    """The repository's run lock, taken by one run; released by the same object, from any
+    thread (the notebook starts a run in its kernel and ends it in a reader thread)."""
+
+    def __init__(self, what: str, root: Path = ROOT) -> None:
+        self.what = what
+        self.root = root
+        path = lock_path(root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(path, thread_local=False)
+
+    def acquire(self, wait: float = 0.0) -> None:
+        """Take it, waiting `wait` seconds at most (0: not at all); else RunBusy."""
+        try:
+            self._lock.acquire(timeout=wait)
+        except Timeout:
+            who = holder(self.root) or "another run"
+            raise RunBusy(
+                f"another run of the katas' tests is in progress ({who}): one run at a "
+                "time, so that two never race each other's timings. Wait for it to end "
+                "(or stop it), then run again."
+            ) from None
+        _holder_path(self.root).write_text(
+            f"{self.what}, pid {os.getpid()}, since {time.strftime('%H:%M:%S')}\n"
+        )
+
+    def release(self) -> None:
+        if not self._lock.is_locked:
+            return
+        with contextlib.suppress(OSError):
+            _holder_path(self.root).unlink()
+        self._lock.release()
+
+
+@contextlib.contextmanager
+def run_lock(what: str, root: Path = ROOT, wait: float = 0.0) -> Iterator[None]:
+    """Hold the repository's run lock while the block runs (`what` names the run).
+
+    `wait` seconds at most for a run in progress to end (0: do not wait), then RunBusy.
+    """
+    lock = RunLock(what, root)
+    lock.acquire(wait)
+    try:
+        yield
+    finally:
+        lock.release()

@@ -1,0 +1,140 @@
+"""`xtc-katas notebook [N]`: serve the marimo app on a free local port, print its URL.
+
+The server is marimo's own (`marimo run`, the app read-only: learners use it, they do
+not edit its cells), in a child process: the command prints the URL (with a fresh access
+token: the app writes the learner's stub, so only who has the URL may use it), opens a
+browser where there is a display, and stops the server on Ctrl-C. marimo's update
+check is switched off: the app must start the same with no network.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import webbrowser
+from dataclasses import dataclass
+from pathlib import Path
+
+from xtc_katas import ROOT
+from xtc_katas.kata.manifest import Kata
+
+APP = Path(__file__).with_name("app.py")
+KATA_ENV = "XTC_KATAS_NOTEBOOK_KATA"
+#: Seconds for marimo's server to answer (its import and start take 2-4 s on 2 cores).
+START_TIMEOUT = 90.0
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def server_env(kata: Kata) -> dict[str, str]:
+    env = dict(os.environ)
+    env[KATA_ENV] = kata.id
+    # The app imports this repository's xtc_katas (a copy's, in the harness's tests),
+    # whichever one the venv has installed.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["MARIMO_SKIP_UPDATE_CHECK"] = "1"  # offline: no look-up of a newer marimo
+    return env
+
+
+def marimo_command(port: int, token: str, host: str = "127.0.0.1") -> list[str]:
+    return [
+        sys.executable, "-m", "marimo", "run", str(APP), "--headless",
+        "--host", host, "--port", str(port), "--token-password", token,
+    ]  # fmt: skip
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[bytes]
+    url: str  # with the access token
+    base: str  # without it
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as reply:
+            return bool(200 <= reply.status < 400)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def start(
+    kata: Kata, port: int | None = None, host: str = "127.0.0.1", quiet: bool = False
+) -> Server:
+    """marimo's server for `kata`, answering; RuntimeError with its output if it never
+    does."""
+    port = port or free_port(host)
+    token = secrets.token_urlsafe(16)
+    base = f"http://{host}:{port}"
+    process = subprocess.Popen(
+        marimo_command(port, token, host),
+        cwd=ROOT,
+        env=server_env(kata),
+        stdout=subprocess.DEVNULL if quiet else None,
+        stderr=subprocess.DEVNULL if quiet else None,
+    )
+    server = Server(process, f"{base}/?access_token={token}", base)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"marimo's server stopped at once (exit {process.returncode})")
+        if answers(f"{base}/health"):
+            return server
+        time.sleep(0.3)
+    server.stop()
+    raise RuntimeError(f"marimo's server did not answer on {base} within {START_TIMEOUT:.0f} s")
+
+
+def has_display() -> bool:
+    """A browser can be opened: a desktop session (not a bare terminal, where Python's
+    webbrowser would start a text browser in this terminal)."""
+    return sys.platform in ("darwin", "win32") or bool(
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    )
+
+
+def main(kata: Kata, port: int | None = None, browser: bool = True) -> int:
+    try:
+        server = start(kata, port)
+    except RuntimeError as exc:
+        print(f"xtc-katas: the notebook for {kata.id} did not start: {exc}", file=sys.stderr)
+        return 1
+    print(f"notebook for {kata.id}: {server.url}", flush=True)
+    print(
+        "(Ctrl-C stops it; the stub you edit there is "
+        f"katas/{kata.id}/{kata.stub_path().name}, the same file pytest tests)",
+        flush=True,
+    )
+    if browser and has_display():
+        webbrowser.open(server.url)
+
+    def stop_on_term(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # `kill`, a closed terminal: stop marimo's server too
+
+    signal.signal(signal.SIGTERM, stop_on_term)
+    try:
+        return server.process.wait() or 0
+    except KeyboardInterrupt:
+        server.stop()
+        return 0

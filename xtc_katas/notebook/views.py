@@ -1,0 +1,132 @@
+"""What the notebook shows, as plain HTML/Markdown strings and PNG bytes: no marimo here.
+
+Kept apart from the marimo app (app.py) so that the headless test and the unit tests
+can check the very text the learner reads, and so that the app's cells stay short.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import textwrap
+from pathlib import Path
+
+from xtc_katas import ROOT
+from xtc_katas.kata import progress
+from xtc_katas.kata.manifest import Kata
+from xtc_katas.notebook.runner import RunResult, TaskVerdict
+
+#: A coloured badge per state (text, not emoji: a browser without an emoji font shows
+#: emoji as boxes).
+COLOURS = {"passed": "#2b8a3e", "failed": "#c92a2a", "not run": "#868e96"}
+MARK = {
+    state: f'<span style="background:{colour};color:white;padding:0 0.4em;border-radius:3px;'
+    f'font-size:0.85em">{state}</span>'
+    for state, colour in COLOURS.items()
+}
+#: The HTML id/class hooks the browser test finds the verdicts by.
+VERDICT_CLASS = "xtc-verdict"
+
+
+def task_list(kata: Kata, root: Path = ROOT) -> str:
+    """The kata's tasks and their states, from the record `xtc-katas status` reads."""
+    results = progress.read(root)
+    states = progress.task_states(kata, results, root)
+    status = progress.kata_status(kata, results) if root == ROOT else None
+    rows = "".join(
+        f'<li class="xtc-task" data-task="{t.function}" data-state="{states[t.function]}">'
+        f"{MARK[states[t.function]]} <code>{t.function}</code></li>"
+        for t in kata.tasks
+    )
+    head = (
+        f"<b>{kata.id}</b>: {status.state}, {status.tasks_passed}/{len(kata.tasks)} tasks "
+        "passed (as <code>xtc-katas status</code> reads it)"
+        if status
+        else f"<b>{kata.id}</b>"
+    )
+    return f'<div class="xtc-tasks">{head}<ul>{rows}</ul></div>'
+
+
+def _verdict(task: TaskVerdict) -> str:
+    failures = "".join(
+        f'<div class="xtc-failure"><small>{html.escape(f.nodeid)}</small>'
+        f"<pre>{html.escape(f.message)}</pre></div>"
+        for f in task.failures[:1]
+    )
+    more = len(task.failures) - 1
+    if more > 0:
+        failures += f"<small>(and {more} more failing test{'s' * (more > 1)})</small>"
+    return (
+        f'<div class="{VERDICT_CLASS}" data-task="{task.function}" data-state="{task.state}">'
+        f"{MARK[task.state]} <code>{task.function}</code>{failures}</div>"
+    )
+
+
+def verdicts(result: RunResult, kata: Kata) -> str:
+    """Each task's verdict, with the first failure's text exactly as pytest printed it."""
+    if result.cancelled:
+        return f"<p><b>{kata.id}</b>: run cancelled after {result.seconds:.0f} s.</p>"
+    head = f"<p><b>{kata.id}</b>: tests finished in {result.seconds:.1f} s</p>"
+    body = "".join(_verdict(t) for t in result.tasks)
+    problem = ""
+    if result.problem:
+        tail = "\n".join(result.output.splitlines()[-25:])
+        problem = (
+            f'<div class="xtc-problem"><b>{html.escape(result.problem)}</b>'
+            f"<pre>{html.escape(tail)}</pre></div>"
+        )
+    return head + problem + body
+
+
+def speed_chart(result: RunResult, kata: Kata, machine_line: str) -> bytes | None:
+    """A PNG: per backend, each raced task's speedup, the reference's and the bar; the
+    CPU in the title (a figure means little without its machine). None: nothing raced."""
+    figures = result.figures
+    if not figures:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    backends = sorted({b for _, b, _ in figures})
+    fig, axes = plt.subplots(
+        1, len(backends), figsize=(max(7.0, 5.2 * len(backends)), 3.6), squeeze=False
+    )
+    for ax, backend in zip(axes[0], backends, strict=True):
+        rows = [(task, f) for task, b, f in figures if b == backend]
+        names = [task for task, _ in rows]
+        y = range(len(rows))
+        yours = [f.get("speedup", 0.0) for _, f in rows]
+        reference = [f.get("reference_speedup", 0.0) for _, f in rows]
+        ax.barh([i + 0.2 for i in y], yours, height=0.4, label="yours", color="#2b8a3e")
+        ax.barh([i - 0.2 for i in y], reference, height=0.4, label="reference", color="#999")
+        for i, (_, f) in enumerate(rows):
+            if isinstance(f.get("bar"), (int, float)):
+                ax.plot([f["bar"]] * 2, [i - 0.45, i + 0.45], color="#c92a2a", lw=2)
+        ax.plot([], [], color="#c92a2a", lw=2, label="bar (to pass)")
+        ax.set_yticks(list(y), names)
+        over = {kata.task(n).baseline if kata.task(n) else "naive" for n in names}
+        ax.set_xlabel(f"speedup over {' / '.join(sorted(over))} (higher is better)")
+        ax.set_title(backend.upper())
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.suptitle(textwrap.fill(f"{kata.id}, measured on {machine_line}", 90), fontsize=8)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=110)
+    plt.close(fig)
+    return out.getvalue()
+
+
+def chart_alt(kata: Kata, machine_line: str) -> str:
+    return f"{kata.id}: your speedups against the reference's and the bar, on {machine_line}"
+
+
+def progress_text(done: int, total: int | None, seconds: float, lines: list[str]) -> str:
+    of = f"/{total}" if total is not None else ""
+    tail = "\n".join(lines[-12:])
+    return (
+        f'<p class="xtc-progress">running: {done}{of} tests done, {seconds:.0f} s</p>'
+        f"<pre>{html.escape(tail)}</pre>"
+    )
