@@ -131,9 +131,32 @@ def test_percent_of_peak_of_a_real_module_agrees_with_the_harness(
     harness = percent_of_peak(TUTORIAL.fmas, seconds, peak())
     record_perf(percent_of_peak=got)
     # Two readings of one kernel a moment apart: they agree within the machine's noise.
-    assert harness / 3 < got < harness * 3, (
-        f"percent_of_peak_of says {got:.3g}% of peak, the harness measured {harness:.3g}%"
+    assert got < harness * 3, (
+        f"03_compile › percent_of_peak_of() says {got:.3g}% of peak, 3 times or more what "
+        f"the harness measured ({harness:.3g}%): divide the FMAs by the fastest call's "
+        "seconds, then by the peak"
     )
+    if got > harness / 3:
+        return
+    # XTC's evaluator with its defaults times long runs; on a busy machine they lose a
+    # share of the core that the harness's short samples do not (flakecheck --hog with two
+    # other jobs, AMD EPYC family 23 model 1: 0.772% against the harness's 3.82%). A low
+    # reading is compared with that evaluator's own, taken right after.
+    xtc = percent_of_peak(TUTORIAL.fmas, run_isolated(fastest_call, module), peak())
+    assert got > xtc / 3, (
+        f"03_compile › percent_of_peak_of() says {got:.3g}% of peak where XTC's evaluator "
+        f"read {xtc:.3g}% right after and the harness {harness:.3g}%: time the module with "
+        "module.get_evaluator().evaluate() and divide by its fastest call"
+    )
+
+
+def fastest_call(module) -> float:
+    """XTC's evaluator with its defaults, as the hints have the learner call it: the
+    fastest call's seconds."""
+    times, code, message = module.get_evaluator().evaluate()
+    if code != 0 or not times:
+        raise RuntimeError(f"XTC's evaluator failed with code {code}: {message}")
+    return min(times)
 
 
 MARKERS = {
