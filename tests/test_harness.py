@@ -192,6 +192,54 @@ def test_honesty_confirms_a_too_fast_report_before_failing_it(monkeypatch):
     assert len(calls) == 1 + search_checks.CONFIRMATIONS
 
 
+class HintedModule:
+    """A compiled module whose XTC evaluator, called as the hints say, reads `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.asked = []
+
+    def get_evaluator(self, **options):
+        self.asked.append(options)
+        return self
+
+    def evaluate(self):
+        return [2 * self.seconds, self.seconds], 0, ""
+
+
+@pytest.mark.parametrize(
+    "hinted_slowdown, reported_share, passes",
+    [(4.0, 1 / 4, True), (4.0, 1 / 400, False), (1.0, 1 / 4, False)],
+    ids=["busy machine, honest", "busy machine, a fraction", "quiet machine, too slow"],
+)
+def test_honesty_compares_a_too_slow_report_with_xtcs_evaluator_as_the_hint_calls_it(
+    monkeypatch, hinted_slowdown, reported_share, passes
+):
+    # flakecheck --hog with two other jobs (AMD EPYC family 23 model 1): the reference's
+    # search, timing with 20 ms runs as its hint says, reported 0.10-0.33x the harness's
+    # 0.2 ms samples. The same evaluator read right after agrees with it; a search that
+    # reports a fraction (no 100x) does not, and on a quiet machine a slow figure fails.
+    from xtc_katas.checks import search as search_checks
+    from xtc_katas.kata.problems import TUTORIAL
+    from xtc_katas.measure.timing import percent_of_peak
+
+    peak, true_seconds = 1e11, 1e-6
+    module = HintedModule(hinted_slowdown * true_seconds)
+    monkeypatch.setattr(
+        search_checks, "time_side_by_side", lambda *a, **k: _timings({"tile": true_seconds})
+    )
+    monkeypatch.setattr(search_checks, "run_isolated", lambda function, *args: function(*args))
+    reported = reported_share * percent_of_peak(TUTORIAL.fmas, true_seconds, peak)
+    found = search_checks.honesty_mistakes({"tile": reported}, {"tile": module}, TUTORIAL, peak)
+    assert module.asked == [{"repeat": 5, "min_repeat_ms": 20}]
+    if passes:
+        assert found == []
+    else:
+        (mistake,) = found
+        assert "Measure with several short runs" in mistake
+        assert "XTC's evaluator called that way read" in mistake
+
+
 def test_the_raced_candidate_is_the_fastest_of_the_three_a_search_scored_best(monkeypatch):
     # Katas 06 and 07: XTC's one short timing per candidate ranked a slower one first.
     from xtc_katas.checks import search as search_checks

@@ -16,6 +16,7 @@ from typing import Any
 
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import Matmul
+from xtc_katas.measure.isolation import run_isolated
 from xtc_katas.measure.timing import (
     FEW_LONG_ROUNDS,
     format_percent,
@@ -214,22 +215,50 @@ def honesty_mistakes(
     Noise only slows a kernel down, so a harness measurement that caught a slow moment
     (a frequency dip, a neighbour on the core) gets faster, while a search that really
     reports a wrong figure (2 flops per FMA, a mean of nothing) stays wrong.
+
+    A figure that reads too slow is compared with XTC's evaluator called as the hint
+    calls it (`hinted_seconds`), right after: its 20 ms runs lose part of the core on a
+    busy machine where the harness's 0.2 ms samples do not (flakecheck --hog with two
+    other jobs, AMD EPYC family 23 model 1: the reference's search reported 0.10-0.33x
+    the harness's figure). A search that times as the hint says agrees with that reading;
+    one that reports a fraction, or a mean of one run, still does not.
     """
     best: dict[str, float] = {}
     for _ in range(1 + CONFIRMATIONS):
         timings = time_side_by_side(modules, problem, rounds=3, **FEW_LONG_ROUNDS)
         best = {name: min(t, best.get(name, t)) for name, t in timings.best.items()}
-        found = []
+        found = {}
         too_fast = False
         for name, seconds in best.items():
             measured = percent_of_peak(problem.fmas, seconds, peak_fmas_per_s)
             mistake = honesty_mistake(reported.get(name, 0.0), measured, name)
             if mistake:
-                found.append(mistake)
+                found[name] = mistake
                 too_fast |= reported.get(name, 0.0) > HONEST_ABOVE * measured
         if not too_fast:
             break
-    return found
+    for name in list(found):
+        figure = reported.get(name, 0.0)
+        if figure > HONEST_ABOVE * percent_of_peak(problem.fmas, best[name], peak_fmas_per_s):
+            continue
+        hinted = percent_of_peak(
+            problem.fmas, run_isolated(hinted_seconds, modules[name]), peak_fmas_per_s
+        )
+        if figure * HONEST_BELOW >= hinted:
+            del found[name]
+        else:
+            found[name] += (
+                f" (XTC's evaluator called that way read {format_percent(hinted, 2)} right after)"
+            )
+    return list(found.values())
+
+
+def hinted_seconds(module: Any) -> float:
+    """The fastest call of XTC's evaluator called as katas 06's and 07's hints say."""
+    times, code, message = module.get_evaluator(repeat=5, min_repeat_ms=20).evaluate()
+    if code != 0 or not times:
+        raise RuntimeError(f"XTC's evaluator failed with code {code}: {message}")
+    return min(times)
 
 
 def honesty_mistake(reported: float, measured: float, candidate: Any) -> str | None:
