@@ -172,8 +172,12 @@ def test_report_measures_a_passing_kata_against_the_reference(repo):
     report = json.loads((repo / ".xtc-katas" / "report" / "report.json").read_text())
     tasks = {row["task"] for row in report["rows"]}
     assert tasks == {t.function for t in find(4).tasks}
+    # A copy of the reference, raced beside it: the two figures agree within the margins
+    # flakecheck allows twins (never "faster than naive": on MLIR the interchange step
+    # read 0.87-1.12x naive, its reference too, AMD EPYC family 23 model 1).
     for row in report["rows"]:
-        assert row["yours"] > 1 and row["reference"] > 1
+        assert row["yours"] > 0 and row["reference"] > 0, row
+        assert 0.5 < row["yours"] / row["reference"] < 2, row
 
 
 def test_show_marks_the_vector_fmas_of_the_references_register_tile(repo):
