@@ -336,11 +336,13 @@ def test_a_block_as_big_as_the_matrix_is_not_a_block():
 
 def test_a_register_tile_has_nothing_but_unrolled_tiles_between_k_and_the_vector():
     # Learner attack: a loop between the reduction and the tile that is not unrolled
-    # (here a tile of j of two vectors) passed as a register tile.
+    # (here a tile of j of two vectors) passed as a register tile. Vectors of this
+    # machine's lanes: 4 x 2 vectors, 8 accumulators, fit in the registers of any ISA (as
+    # 4 x 32 floats, 16 accumulators as AVX2, they spilled, and the unrolled tile failed).
     between = nest(
         TUTORIAL,
         ("strip_mine", "i", {"i1": 4}),
-        ("strip_mine", "j", {"j1": 32, "j2": 16}),
+        ("strip_mine", "j", {"j1": 2 * LANES, "j2": LANES}),
         ("interchange", ["i", "j", "k", "i1", "j1", "j2"]),
         ("unroll", {"i1": 4}),
         ("vectorize", ["j2"]),
@@ -350,7 +352,7 @@ def test_a_register_tile_has_nothing_but_unrolled_tiles_between_k_and_the_vector
     unrolled = nest(
         TUTORIAL,
         ("strip_mine", "i", {"i1": 4}),
-        ("strip_mine", "j", {"j1": 32, "j2": 16}),
+        ("strip_mine", "j", {"j1": 2 * LANES, "j2": LANES}),
         ("interchange", ["i", "j", "k", "i1", "j1", "j2"]),
         ("unroll", {"i1": 4, "j1": 2}),
         ("vectorize", ["j2"]),
