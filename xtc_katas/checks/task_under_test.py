@@ -84,8 +84,21 @@ class TaskUnderTest:
         """The compiled kernel computes A @ B on harness-made inputs (numerics.py)."""
         numerics.assert_computes(self.compiled(), self.problem, self.backend.name, INPUT_KINDS)
 
-    def assert_shape(self, mistakes: list[str]) -> None:
-        """No mistakes in the loop nest's shape, as listed by a loop_nests check."""
+    def shape_mistakes(self) -> list[str]:
+        """What the loop nest lacks of the shape the manifest names for this task (its
+        `shape`: checks of loop_nests.SHAPES, read on the task's problem); [] when it is
+        there."""
+        if not self.task.shape:
+            raise LookupError(f"{self.kata.id}.{self.function}: no shape in the manifest")
+        return loop_nests.shape_mistakes(
+            self.task.shape, self.loop_nest(), self.problem, self.backend.name
+        )
+
+    def assert_shape(self, mistakes: list[str] | None = None) -> None:
+        """No mistakes in the loop nest's shape: the manifest's shape checks for this task
+        (shape_mistakes), or the `mistakes` a loop_nests check listed."""
+        if mistakes is None:
+            mistakes = self.shape_mistakes()
         loop_nests.require(mistakes, self.kata.id, self.function)
 
     def assert_speed(self, advice: str = "") -> Bar:

@@ -44,6 +44,10 @@ class Matmul:
     scheduled_node = "C"
     #: Its loops that sum into one output element: never parallel, never vectorized.
     reduction_axes = ("k",)
+    #: The output's axis along which C and B are contiguous: the vector tile's.
+    vector_axis = "j"
+    #: The output's other axes, one of which a register tile unrolls (rows of C).
+    tile_axes = ("i",)
 
     @property
     def axis_sizes(self) -> dict[str, int]:
@@ -134,6 +138,11 @@ class Conv2D:
     #: Its loops that sum into one output element (xtc/graphs/xtc/operators.py: conv2d's
     #: dims_kind("R") is r, s, c).
     reduction_axes = ("r", "s", "c")
+    #: The output channels: contiguous in the output and in the weights (NHWF, RSCF).
+    vector_axis = "f"
+    #: The output columns or rows a register tile unrolls: each step reads its own pixel
+    #: of the image and shares the weights' vector with the others.
+    tile_axes = ("w", "h")
     relu = False
 
     @property
