@@ -28,11 +28,10 @@ from xtc_katas.kata.manifest import Kata
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.backends import KataBackend
 
-DIMS = ["i", "j", "k"]
-
 
 def fresh_scheduler(backend: KataBackend, problem: Problem) -> tuple[Any, Any]:
-    """XTC's backend object for the harness's own graph, and a new scheduler of its matmul."""
+    """XTC's backend object for the harness's own graph, and a new scheduler of the node
+    it schedules (problem.scheduled_node)."""
     impl = backend.Backend(problem.graph(), **problem.backend_options(backend.name))
     return impl, impl.get_scheduler(default_node=problem.scheduled_node)
 
@@ -357,17 +356,23 @@ def apply_strategy(
 
 
 def apply_large(
-    kata: Kata, module: ModuleType, backend: KataBackend, problem: Problem, threads: int
+    kata: Kata,
+    module: ModuleType,
+    function: str,
+    backend: KataBackend,
+    problem: Problem,
+    threads: int,
 ) -> tuple[Any, Any]:
-    """Kata 08: `module.schedule_large(sch, threads)` on a fresh scheduler, then checked."""
+    """A task of kind "large" (kata 08): `module.function(sch, threads)` on a fresh
+    scheduler, then checked."""
     impl, scheduler = fresh_scheduler(backend, problem)
-    returned = module.schedule_large(scheduler, threads)
+    returned = getattr(module, function)(scheduler, threads)
     if returned is not None:
         raise ScheduleMistake(
-            f"{kata.id} › schedule_large(sch, threads) returned a {type(returned).__name__}: "
+            f"{kata.id} › {function}(sch, threads) returned a {type(returned).__name__}: "
             "it must apply the schedule to `sch` and return None"
         )
-    check_schedule(scheduler, kata.id, "schedule_large", problem.reduction_axes)
+    check_schedule(scheduler, kata.id, function, problem.reduction_axes)
     return impl, scheduler
 
 
@@ -439,7 +444,12 @@ def schedule_spec(
 
     impl, scheduler = fresh_scheduler(backend, problem)
     try:
-        descript_scheduler(scheduler=scheduler, node_name="C", abstract_dims=DIMS, spec=spec)
+        descript_scheduler(
+            scheduler=scheduler,
+            node_name=problem.scheduled_node,
+            abstract_dims=problem.dims,
+            spec=spec,
+        )
     except (ScheduleParseError, ScheduleInterpretError, ScheduleValidationError) as exc:
         raise ScheduleMistake(
             f"{kata.id} › {label}: descript_scheduler rejected the spec with "

@@ -26,7 +26,7 @@ from xtc_katas.checks.learner_schedules import fresh_scheduler
 from xtc_katas.cli import search_view
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata, Task, find
-from xtc_katas.kata.problems import PROBLEMS, Matmul
+from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, iterate_isolated
@@ -52,7 +52,7 @@ def searching(
     kata: Kata,
     module: ModuleType,
     backend: KataBackend,
-    problem: Matmul,
+    problem: Problem,
     peak: float,
     num: int,
     seed: int,
@@ -69,7 +69,9 @@ def searching(
     return explore(graph, backend.Backend, strategy, num, seed, peak)
 
 
-def baseline_percent(backend: KataBackend, problem: Matmul, peak: float, workdir: Workdir) -> float:
+def baseline_percent(
+    backend: KataBackend, problem: Problem, peak: float, workdir: Workdir
+) -> float:
     impl, scheduler = fresh_scheduler(backend, problem)
     naive = workdir.compile(impl, scheduler.schedule(), stem="naive")
     seconds = time_side_by_side({"naive": naive}, problem, rounds=2, **FEW_LONG_ROUNDS).best[

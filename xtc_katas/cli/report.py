@@ -106,7 +106,7 @@ def large_row(
     modules = {}
     for side, solution in (("yours", False), ("reference", True)):
         module = loader.load(kata, solution=solution)
-        impl, scheduler = apply_large(kata, module, backend, problem, threads=1)
+        impl, scheduler = apply_large(kata, module, task.function, backend, problem, threads=1)
         modules[side] = workdir.compile(impl, scheduler.schedule(), stem=f"large_{side}")
     numpy_race = NumpyRace(modules, problem, threads=1).run(rounds=5)
     return [

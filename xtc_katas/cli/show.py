@@ -82,7 +82,7 @@ def schedule_of(
         strategy.generate(scheduler, samples[args.sample])
         return impl, scheduler, problem
     if task.kind == "large":
-        return (*apply_large(kata, module, backend, problem, args.threads), problem)
+        return (*apply_large(kata, module, function, backend, problem, args.threads), problem)
     raise LookupError(f"{kata.id}.{function} builds no schedule to show")
 
 

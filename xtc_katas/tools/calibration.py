@@ -52,7 +52,7 @@ def race_task(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) ->
         solution = loader.load(kata, solution=True)
         found = []
         for threads in LARGE_THREADS:
-            impl, scheduler = apply_large(kata, solution, backend, problem, threads)
+            impl, scheduler = apply_large(kata, solution, task.function, backend, problem, threads)
             module = workdir.compile(impl, scheduler.schedule(), stem=f"large_{threads}")
             numpy_race = NumpyRace({"reference": module}, problem, threads).run()
             ratio = numpy_race.ratio("reference")
