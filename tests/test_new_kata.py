@@ -13,6 +13,8 @@ import pytest
 from xtc_katas.kata.manifest import katas
 from xtc_katas.tools.repo_copy import copy_repository, run_pytest, run_python
 
+pytestmark = pytest.mark.slow  # every test reads the module's repository copy
+
 NUMBER = len(katas()) + 1
 DEMO = f"{NUMBER:02d}_demo"
 
