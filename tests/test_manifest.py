@@ -145,15 +145,26 @@ def test_task_markers_name_tasks_of_the_kata_that_the_test_name_agrees_with(kata
 
 @pytest.mark.parametrize("kata", KATAS, ids=IDS)
 def test_every_kind_is_known_and_every_schedule_has_a_problem(kata):
-    from xtc_katas.kata.manifest import KINDS, SCHEDULE_KINDS
+    from xtc_katas.checks.learner_schedules import kind_of
+    from xtc_katas.kata.manifest import KINDS
     from xtc_katas.kata.problems import PROBLEMS
 
     for task in kata.tasks:
         assert task.kind in (*KINDS, ""), f"{task.function}: unknown kind {task.kind!r}"
         if task.kind or task.caps:
             assert task.problem in PROBLEMS, f"{task.function}: name its problem"
-        if task.kind in SCHEDULE_KINDS:
+        if kind_of(task).raced:
             assert task.caps, f"{task.function}: a schedule task races; give it a cap"
+
+
+def test_every_kind_of_the_manifest_is_one_class_of_the_registry():
+    from xtc_katas.checks.learner_schedules import KINDS as REGISTRY
+    from xtc_katas.kata.manifest import KINDS
+
+    assert sorted(REGISTRY) == sorted(KINDS)
+    for name, kind in REGISTRY.items():
+        assert kind.name == name
+        assert kind.__doc__, f"{name}: say what the learner's function gives"
 
 
 def _perf_tests(kata):

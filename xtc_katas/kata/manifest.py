@@ -33,8 +33,6 @@ KINDS = {
     "large": "f(sch, threads): schedules the challenge matmul",
     "optimizer": "f(sample_fn, batch, seed): returns an XTC Optimizer (suggest/observe)",
 }
-#: The kinds whose function yields one schedule the harness can rebuild alone.
-SCHEDULE_KINDS = ("schedule", "spec")
 
 
 @dataclass(frozen=True)
@@ -238,9 +236,6 @@ class Kata:
             kata_id, function = name.split(".", 1)
             return find(kata_id), function
         return self, name
-
-    def tasks_of_kind(self, *kinds: str) -> list[Task]:
-        return [t for t in self.tasks if t.kind in kinds]
 
 
 def parse(text: str, path: Path = MANIFEST) -> tuple[Kata, ...]:
