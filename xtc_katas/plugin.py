@@ -21,7 +21,7 @@ from xtc_katas.checks import integrity
 from xtc_katas.checks.speed_race import SpeedCheck
 from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.kata import failures, loader, progress, stubs
-from xtc_katas.kata.manifest import Kata, kata_of_path
+from xtc_katas.kata.manifest import Kata, find, kata_of_path
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend, set_thread_defaults
 from xtc_katas.measure.workdir import Workdir
@@ -71,8 +71,18 @@ def _parallel_run(config: pytest.Config) -> bool:
 
 
 TASKS = pytest.StashKey[tuple[str, ...]]()
-#: The user property a report carries its test's tasks and backend in.
+#: The kata a test belongs to, found once at collection (None: not a kata test).
+KATA = pytest.StashKey["Kata | None"]()
+#: The user property a report carries its test's kata, tasks and backend in.
 BOUND = "xtc-katas-bound"
+
+
+def kata_of(item: pytest.Item) -> Kata | None:
+    """The kata whose folder holds the test (katas/NN_x/ or solutions/NN_x/), found once
+    at collection and kept in the item's stash; None for any other test."""
+    if KATA not in item.stash:
+        item.stash[KATA] = kata_of_path(Path(item.path))
+    return item.stash[KATA]
 
 
 def bound_tasks(item: pytest.Item) -> tuple[str, ...]:
@@ -83,7 +93,7 @@ def bound_tasks(item: pytest.Item) -> tuple[str, ...]:
 
 
 def _bind_tasks(item: pytest.Item) -> None:
-    kata = kata_of_path(Path(item.path))
+    kata = kata_of(item)
     if kata is None:
         return
     marker = item.get_closest_marker("task")
@@ -213,12 +223,14 @@ def record_perf(request: pytest.FixtureRequest) -> PerfRecord:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """What the test checks travels with its reports, to pytest-xdist's controller too."""
-    if kata_of_path(Path(item.path)) is None:
+    kata = kata_of(item)
+    if kata is None:
         return
     callspec = getattr(item, "callspec", None)
     chosen = callspec.params.get("backend") if callspec is not None else None
     backend = getattr(chosen, "name", "")
-    item.user_properties.append((BOUND, {"tasks": bound_tasks(item), "backend": backend}))
+    bound = {"kata": kata.id, "tasks": bound_tasks(item), "backend": backend}
+    item.user_properties.append((BOUND, bound))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -228,7 +240,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     try:
         return (yield)
     finally:
-        kata = kata_of_path(Path(item.path))
+        kata = kata_of(item)
         if kata is not None and "kata" in getattr(item, "funcargs", {}):
             integrity.verify(f"{kata.id} › {item.name}")
 
@@ -238,7 +250,7 @@ def pytest_runtest_call_stub_first(item: pytest.Item) -> None:
     """Fail at once, before any costly setup in the test body, on an untouched stub or a
     function the learner's module lacks (renamed or deleted)."""
     module = getattr(item, "funcargs", {}).get("kata")
-    kata = kata_of_path(Path(item.path))
+    kata = kata_of(item)
     if module is None or kata is None:
         return
     missing = stubs.first_missing(module, bound_tasks(item))
@@ -296,7 +308,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Iterator[None] | Any:
     report = yield
-    kata = kata_of_path(Path(item.path))
+    kata = kata_of(item)
     if kata is None:
         return report
     described = None
@@ -348,10 +360,10 @@ class ProgressRecorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call" and not (report.when == "setup" and report.failed):
             return
-        kata = kata_of_path(Path(report.fspath))
-        if kata is None:
+        bound = dict(report.user_properties).get(BOUND)
+        if bound is None:  # not a kata test (pytest_runtest_setup binds every kata test)
             return
-        bound = dict(report.user_properties).get(BOUND, {})
+        kata = find(bound["kata"])
         self.results[report.nodeid] = progress.TestResult(
             kata=kata.id,
             tasks=tuple(bound.get("tasks", ())),
