@@ -24,7 +24,7 @@ from xtc_katas.tools import repo_copy
 
 @pytest.fixture(autouse=True)
 def _compiles_in_its_own_directory(workdir) -> None:
-    """The kata tests' own `workdir` (plugin.py): a private directory, also the cwd."""
+    """The kata tests' own `workdir` (plugin/fixtures.py): a private directory, also the cwd."""
 
 
 #: The test being set up, run or torn down: a module-scoped fixture that copies the
