@@ -380,11 +380,62 @@ def lesson_cap_mistakes(kata, text, where="README.md"):
     return mistakes
 
 
+#: Caps quoted in a lesson's prose: "the caps 32× (MLIR) / 38× (TVM)", "the cap (TVM
+#: 0.65×, MLIR 0.34×)", "the cap of 0.75" (the same on both backends).
+NUMBER = r"(\d+(?:\.\d+)?)"
+PROSE_CAPS = (
+    (rf"\bcap\w*[^.]*?{NUMBER}×\s+\(MLIR\)\s*/\s*{NUMBER}×\s+\(TVM\)", ("mlir", "tvm")),
+    (rf"\bcap\w*[^.]*?\(TVM\s+{NUMBER}×,\s+MLIR\s+{NUMBER}×\)", ("tvm", "mlir")),
+    (rf"\bcap of {NUMBER}\b", ("mlir", "tvm")),
+)
+
+
+def lesson_prose_cap_mistakes(kata, text, where="README.md"):
+    """Caps a lesson's sentences quote that are no task's of the kata, each with its line."""
+    import re
+
+    caps = [dict(task.caps) for task in kata.tasks if task.caps]
+    mistakes = []
+    for pattern, backends in PROSE_CAPS:
+        for found in re.finditer(pattern, text):
+            values = [float(v) for v in found.groups()]
+            values += values * (len(backends) - len(values))  # "cap of X": both backends
+            quoted = dict(zip(backends, values, strict=True))
+            if not any(all(c.get(b) == v for b, v in quoted.items()) for c in caps):
+                line = text.count("\n", 0, found.start()) + 1
+                mistakes.append(
+                    f"{where}:{line}: {' '.join(found.group(0).split())!r} quotes caps "
+                    f"{quoted} that no task of {kata.id} has (katas/manifest.toml)"
+                )
+    return mistakes
+
+
 @pytest.mark.parametrize("kata", KATAS, ids=IDS)
 def test_caps_quoted_in_a_lesson_are_the_manifests(kata):
     path = kata.folder() / "README.md"
-    mistakes = lesson_cap_mistakes(kata, path.read_text(), str(path.relative_to(ROOT)))
+    text, where = path.read_text(), str(path.relative_to(ROOT))
+    mistakes = lesson_cap_mistakes(kata, text, where) + lesson_prose_cap_mistakes(kata, text, where)
     assert not mistakes, "\n".join(mistakes)
+
+
+@pytest.mark.parametrize(
+    "number, quoted, typo",
+    [
+        (6, "the caps 32× (MLIR) / 38× (TVM)", "the caps 32× (MLIR) / 39× (TVM)"),
+        (7, "capped at 29×", "capped at 28×"),
+        (8, "(TVM\n  0.65×, MLIR 0.34×)", "(TVM\n  0.65×, MLIR 0.35×)"),
+        (9, "the cap of 0.75", "the cap of 0.8"),
+    ],
+    ids=["06", "07", "08", "09"],
+)
+def test_a_cap_quoted_in_a_lessons_prose_that_differs_is_named(number, quoted, typo):
+    kata = KATAS[number - 1]
+    text = (kata.folder() / "README.md").read_text()
+    assert quoted in text
+    assert not lesson_prose_cap_mistakes(kata, text)
+    (mistake,) = lesson_prose_cap_mistakes(kata, text.replace(quoted, typo, 1))
+    line = text[: text.index(quoted)].count("\n") + 1
+    assert mistake.startswith(f"README.md:{line}: ") and "no task of" in mistake
 
 
 def test_a_lesson_cap_that_differs_from_the_manifest_is_named_with_its_line():
