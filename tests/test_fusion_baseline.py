@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from xtc_katas.checks.learner_schedules import (
-    DIMS,
     FUSING,
     apply_task,
     apply_task_pair,
@@ -62,7 +61,9 @@ def direct_spec(spec: dict, backend: KataBackend) -> Any:
     from xtc.schedules.descript import descript_scheduler
 
     _, scheduler = fresh_scheduler(backend, FUSION)
-    descript_scheduler(scheduler=scheduler, node_name="C", abstract_dims=DIMS, spec=spec)
+    descript_scheduler(
+        scheduler=scheduler, node_name=FUSION.scheduled_node, abstract_dims=FUSION.dims, spec=spec
+    )
     return scheduler
 
 

@@ -144,41 +144,53 @@ def test_parallel_wants_the_outermost_loop():
     assert "no loop is parallelized" in loop_nests.parallel_outer(nest(LARGE, *REGISTER_TILE))[0]
 
 
-#: Each task's shape check, by task: what the tests of katas 04 and 05 call.
-SHAPE_CHECKS = {
-    "schedule_vectorize": loop_nests.vector_tile,
-    "schedule_register_tile": loop_nests.register_tile,
-    "schedule_split": loop_nests.split_main_part,
-    "schedule_parallel": loop_nests.parallel_outer,
-    "vectorize_spec": loop_nests.vector_tile,
-    "register_tile_spec": loop_nests.register_tile,
-    "split_spec": loop_nests.split_main_part,
-    "parallel_spec": loop_nests.parallel_outer,
-    "gemm_vectorize": lambda n: loop_nests.blocked(n) + loop_nests.vector_tile(n),
-    "gemm_permute": lambda n: loop_nests.blocked(n) + loop_nests.permuted(n),
-    "gemm_parallel": loop_nests.parallel_outer,
-    "schedule_conv_parallel": loop_nests.parallel_rows,
-}
+def _tasks_with_a_shape_and_a_previous_step():
+    from xtc_katas.kata.manifest import katas
+
+    return [(kata, task) for kata in katas() for task in kata.tasks if task.shape and task.previous]
 
 
-@pytest.mark.parametrize("function", sorted(SHAPE_CHECKS))
-def test_the_previous_tasks_reference_fails_this_tasks_shape_check(function):
+#: Each task whose manifest entry names shape checks and a previous step: the shape its
+#: kata tests assert (task.assert_shape()), read from the manifest as they read it.
+SHAPED = _tasks_with_a_shape_and_a_previous_step()
+
+
+@pytest.mark.parametrize("kata, task", SHAPED, ids=[task.function for _, task in SHAPED])
+def test_the_previous_tasks_reference_fails_this_tasks_shape_check(kata, task):
     # Where speed cannot tell a task's technique from the previous one on some machine
     # (speed_rule.py), the shape check must: the previous reference, handed in for this
     # task, is rejected on every machine.
     from xtc_katas.checks.learner_schedules import apply_task
     from xtc_katas.kata import loader
-    from xtc_katas.kata.manifest import katas
     from xtc_katas.kata.problems import PROBLEMS
-    from xtc_katas.measure.backends import KataBackend
 
-    kata = next(k for k in katas() if k.task(function))
-    task = kata.task(function)
     owner, previous = kata.solution_of(task.previous)
     solution = loader.load(owner, solution=True)
     problem = PROBLEMS[task.problem]
     _, scheduler = apply_task(owner, solution, previous, KataBackend("mlir"), problem)
-    assert SHAPE_CHECKS[function](scheduler.get_loop_nest()), f"{previous} passes {function}"
+    mistakes = loop_nests.shape_mistakes(task.shape, scheduler.get_loop_nest(), problem, "mlir")
+    assert mistakes, f"{previous} passes {task.function}'s shape {list(task.shape)}"
+
+
+def test_every_shaped_task_with_a_previous_step_is_checked_above():
+    # The list is the manifest's: the tasks the hand-kept table used to miss are in it.
+    functions = {task.function for _, task in SHAPED}
+    assert {"schedule_conv_parallel", "candidate_specs", "gemm_parallel"} <= functions
+
+
+def test_each_shape_check_reads_the_problems_axes():
+    from xtc_katas.kata.problems import RESNET18_02
+
+    tile = (*REGISTER_TILE[:3], REGISTER_TILE[4])  # not unrolled
+    mistakes = loop_nests.shape_mistakes(
+        ("register_tile",), nest(TUTORIAL, *tile), TUTORIAL, "mlir"
+    )
+    assert any("is not unrolled" in m for m in mistakes)
+    conv = nest(RESNET18_02)
+    (mistake, *_) = loop_nests.shape_mistakes(("register_tile",), conv, RESNET18_02, "mlir")
+    assert "'f'" in mistake  # the conv's vector axis, not a matmul's j
+    with pytest.raises(LookupError, match="no shape check"):
+        loop_nests.shape_mistakes(("register_tiles",), conv, RESNET18_02, "mlir")
 
 
 def test_fusion_wants_the_relu_in_the_nest_outside_k():
@@ -336,11 +348,13 @@ def test_a_block_as_big_as_the_matrix_is_not_a_block():
 
 def test_a_register_tile_has_nothing_but_unrolled_tiles_between_k_and_the_vector():
     # Learner attack: a loop between the reduction and the tile that is not unrolled
-    # (here a tile of j of two vectors) passed as a register tile.
+    # (here a tile of j of two vectors) passed as a register tile. Vectors of this
+    # machine's lanes: 4 x 2 vectors, 8 accumulators, fit in the registers of any ISA (as
+    # 4 x 32 floats, 16 accumulators as AVX2, they spilled, and the unrolled tile failed).
     between = nest(
         TUTORIAL,
         ("strip_mine", "i", {"i1": 4}),
-        ("strip_mine", "j", {"j1": 32, "j2": 16}),
+        ("strip_mine", "j", {"j1": 2 * LANES, "j2": LANES}),
         ("interchange", ["i", "j", "k", "i1", "j1", "j2"]),
         ("unroll", {"i1": 4}),
         ("vectorize", ["j2"]),

@@ -102,7 +102,7 @@ class LargeLearner:
 
 def test_a_schedule_large_that_returns_the_scheduler_is_named(backend):
     with pytest.raises(KataFailure) as info:
-        apply_large(find(8), LargeLearner, backend, TUTORIAL, threads=1)
+        apply_large(find(8), LargeLearner, "schedule_large", backend, TUTORIAL, threads=1)
     message = str(info.value)
     assert message.startswith("08_large_matmul › schedule_large(sch, threads) returned a")
     assert "return None" in message

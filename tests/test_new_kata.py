@@ -1,9 +1,11 @@
 """Adding a kata needs no harness change: CONTRIBUTING.md's recipe, followed in a copy.
 
-A throw-away kata, NN_demo (the next free number; one task: a matmul schedule), is
-written from files and a manifest entry alone. Then, as CI does: the lint accepts it,
-its tests fail on the stub with the stub's message, pass on its solution (the speed race
-included), the learner's status table lists it, and `xtc-katas show` finds its schedule.
+A throw-away kata, NN_demo (the next free number; two tasks: a matmul schedule and a
+register tile of a convolution, each with its problem and shape checks named in the
+manifest), is written from files and a manifest entry alone. Then, as CI does: the lint
+accepts it, its tests fail on the stub with the stub's message, pass on its solution (the
+speed races included), the learner's status table lists it, and `xtc-katas show` finds
+both schedules by their kind.
 """
 
 import textwrap
@@ -12,6 +14,8 @@ import pytest
 
 from xtc_katas.kata.manifest import katas
 from xtc_katas.tools.repo_copy import copy_repository, run_pytest, run_python
+
+pytestmark = pytest.mark.slow  # every test reads the module's repository copy
 
 NUMBER = len(katas()) + 1
 DEMO = f"{NUMBER:02d}_demo"
@@ -31,8 +35,17 @@ module = "demo"
   function = "schedule_demo"
   hints = ["sch.interchange([\\"i\\", \\"k\\", \\"j\\"]): j innermost."]
   kind = "schedule"
+  shape = ["stride_one"]
   cap = { mlir = 1.2, tvm = 18 }
   problem = "tutorial"
+
+  [[kata.task]]
+  function = "tile_conv_demo"
+  hints = ["A 4x16 register tile of the output, w by f, inside r, s, c."]
+  kind = "schedule"
+  shape = ["register_tile"]
+  cap = { mlir = 35, tvm = 35 }
+  problem = "resnet18_02_rows8"
 """
 
 STUB = '''
@@ -43,6 +56,11 @@ from typing import Any
 
 def schedule_demo(sch: Any) -> None:
     """Reorder the loops so that j is innermost."""
+    raise NotImplementedError
+
+
+def tile_conv_demo(sch: Any) -> None:
+    """A register tile of the conv's output inside its reductions."""
     raise NotImplementedError
 '''
 
@@ -55,14 +73,21 @@ from typing import Any
 def schedule_demo(sch: Any) -> None:
     """Reorder the loops so that j is innermost."""
     sch.interchange(["i", "k", "j"])
+
+
+def tile_conv_demo(sch: Any) -> None:
+    """A register tile of the conv's output inside its reductions."""
+    sch.strip_mine("w", {"w1": 4})
+    sch.strip_mine("f", {"f1": 16})
+    sch.interchange(["h", "b", "w", "f", "r", "s", "c", "w1", "f1"])
+    sch.unroll({"w1": 4})
+    sch.vectorize(["f1"])
 '''
 
 TESTS = '''
 """Tests of kata {number} (demo): numerics, shape, and the speed race every kata shares."""
 
 import pytest
-
-from xtc_katas.checks import loop_nests
 
 
 @pytest.mark.task("schedule_demo")
@@ -72,12 +97,28 @@ def test_schedule_demo_computes_the_matmul(task):
 
 @pytest.mark.task("schedule_demo")
 def test_schedule_demo_puts_j_innermost(task):
-    task.assert_shape(loop_nests.stride_one(task.loop_nest()))
+    task.assert_shape()
 
 
 @pytest.mark.perf
 @pytest.mark.task("schedule_demo")
 def test_schedule_demo_keeps_up_with_its_reference(task):
+    task.assert_speed()
+
+
+@pytest.mark.task("tile_conv_demo")
+def test_tile_conv_demo_computes_the_layer(task):
+    task.assert_computes()
+
+
+@pytest.mark.task("tile_conv_demo")
+def test_tile_conv_demo_has_a_register_tile(task):
+    task.assert_shape()
+
+
+@pytest.mark.perf
+@pytest.mark.task("tile_conv_demo")
+def test_tile_conv_demo_keeps_up_with_its_reference(task):
     task.assert_speed()
 '''
 
@@ -105,6 +146,7 @@ def test_the_new_kata_fails_on_its_stub_with_the_stubs_message(repo):
     code, out = run_pytest(repo, f"katas/{DEMO}", "--backend", "mlir", "-m", "not perf")
     assert code == 1
     assert f"{DEMO} › schedule_demo() is not implemented yet." in out
+    assert f"{DEMO} › tile_conv_demo() is not implemented yet." in out
     code, out = run_pytest(repo, f"katas/{DEMO}", "--check-stubs", "--backend", "mlir")
     assert code == 0, out
 
@@ -113,9 +155,9 @@ def test_the_new_kata_fails_on_its_stub_with_the_stubs_message(repo):
 def test_the_new_kata_passes_on_its_solution_speed_race_included(repo):
     code, out = run_pytest(repo, f"katas/{DEMO}", "--solutions", "--backend", "mlir")
     assert code == 0, out
-    assert (
-        "3 passed" in out and "test_schedule_demo_keeps_up_with_its_reference[mlir]: speedup" in out
-    )
+    assert "6 passed" in out
+    for function in ("schedule_demo", "tile_conv_demo"):
+        assert f"test_{function}_keeps_up_with_its_reference[mlir]: speedup" in out, out
 
 
 def test_the_status_table_lists_the_new_kata(repo):
@@ -124,9 +166,10 @@ def test_the_status_table_lists_the_new_kata(repo):
     assert DEMO in out and "Demo: a kata added from files alone" in out
 
 
-def test_show_finds_the_new_kata_schedule_by_its_kind(repo):
+@pytest.mark.parametrize("function", ["schedule_demo", "tile_conv_demo"])
+def test_show_finds_the_new_kata_schedules_by_their_kind(repo, function):
     code, out = run_python(
-        repo, "-m", "xtc_katas", "show", str(NUMBER), "--reference", "--backend", "mlir"
+        repo, "-m", "xtc_katas", "show", str(NUMBER), function, "--reference", "--backend", "mlir"
     )
     assert code == 0, out
-    assert f"{DEMO} schedule_demo on mlir" in out, out
+    assert f"{DEMO} {function} on mlir" in out, out

@@ -58,7 +58,9 @@ def uncaptured(pytestconfig):
 def compiled(cache, module, kata_entry, backend, threads, workdir, uncaptured, side="learner"):
     if (side, backend.name, threads) not in cache:
         with uncaptured():
-            impl, scheduler = apply_large(kata_entry, module, backend, CHALLENGE, threads)
+            impl, scheduler = apply_large(
+                kata_entry, module, "schedule_large", backend, CHALLENGE, threads
+            )
         cache[side, backend.name, threads] = workdir.compile(
             impl, scheduler.schedule(), stem=f"large_{side}_{threads}"
         )

@@ -13,47 +13,14 @@ it holds on your CPU).
 import pytest
 
 from xtc_katas.checks import loop_nests
-from xtc_katas.kata.problems import GEMM
-
-#: The axis sizes of the 512x512x512 matmul: a block must be smaller than its axis.
-SIZES = GEMM.axis_sizes
-
-
-def blocked_and_vectorized(nest):
-    return loop_nests.blocked(nest, sizes=SIZES) + loop_nests.vector_tile(nest)
-
-
-def permuted(nest):
-    return loop_nests.blocked(nest, sizes=SIZES) + loop_nests.permuted(nest)
-
-
-def cached(nest, backend):
-    # XTC 0.3.2's MLIR scheduler drops buffer_at without recording it: there, only the
-    # unrolled k1 can be seen (the lesson).
-    return permuted(nest) + loop_nests.packed(nest) + loop_nests.write_cache(nest, backend)
-
-
-#: Each step's shape: what its loop-nest test requires, on top of the steps before.
-STEP_SHAPES = {
-    "gemm_blocking": lambda nest, backend: loop_nests.blocked(nest, sizes=SIZES),
-    "gemm_vectorize": lambda nest, backend: blocked_and_vectorized(nest),
-    "gemm_permute": lambda nest, backend: permuted(nest),
-    "gemm_pack": lambda nest, backend: permuted(nest) + loop_nests.packed(nest),
-    "gemm_write_cache": cached,
-    "gemm_parallel": lambda nest, backend: (
-        cached(nest, backend) + loop_nests.parallel_outer(nest, sizes=SIZES)
-    ),
-}
-
-
-def step_shape(task):
-    """What the task's loop nest lacks for its step ([] when the shape is there)."""
-    return STEP_SHAPES[task.function](task.loop_nest(), task.backend.name)
 
 
 def assert_speed(task):
-    """The step's speed test; a slow kernel is told what its loop nest lacks, if anything."""
-    task.assert_speed(loop_nests.speed_advice(step_shape(task), task.kata.number, task.function))
+    """The step's speed test; a slow kernel is told what its loop nest lacks for its step,
+    on top of the steps before (the manifest's shape checks for the step), if anything."""
+    task.assert_speed(
+        loop_nests.speed_advice(task.shape_mistakes(), task.kata.number, task.function)
+    )
 
 
 # --- gemm_blocking: 32x32 blocks of C --------------------------------------------------------
@@ -66,7 +33,7 @@ def test_gemm_blocking_computes_the_matmul(task):
 
 @pytest.mark.task("gemm_blocking")
 def test_gemm_blocking_walks_c_block_by_block(task):
-    task.assert_shape(step_shape(task))
+    task.assert_shape()
 
 
 @pytest.mark.perf
@@ -85,7 +52,7 @@ def test_gemm_vectorize_computes_the_matmul(task):
 
 @pytest.mark.task("gemm_vectorize")
 def test_gemm_vectorize_vectorizes_the_blocks_row(task):
-    task.assert_shape(step_shape(task))
+    task.assert_shape()
 
 
 @pytest.mark.perf
@@ -104,7 +71,7 @@ def test_gemm_permute_computes_the_matmul(task):
 
 @pytest.mark.task("gemm_permute")
 def test_gemm_permute_puts_k1_between_a_row_and_the_vector(task):
-    task.assert_shape(step_shape(task))
+    task.assert_shape()
 
 
 @pytest.mark.perf
@@ -123,7 +90,7 @@ def test_gemm_pack_computes_the_matmul(task):
 
 @pytest.mark.task("gemm_pack")
 def test_gemm_pack_packs_b(task):
-    task.assert_shape(step_shape(task))
+    task.assert_shape()
 
 
 @pytest.mark.perf
@@ -142,7 +109,7 @@ def test_gemm_write_cache_computes_the_matmul(task):
 
 @pytest.mark.task("gemm_write_cache")
 def test_gemm_write_cache_buffers_c_and_unrolls_k1(task):
-    task.assert_shape(step_shape(task))
+    task.assert_shape()
 
 
 @pytest.mark.perf
@@ -161,7 +128,7 @@ def test_gemm_parallel_computes_the_matmul(task):
 
 @pytest.mark.task("gemm_parallel")
 def test_gemm_parallel_shares_the_outer_loop(task):
-    task.assert_shape(step_shape(task))
+    task.assert_shape()
 
 
 @pytest.mark.perf

@@ -30,9 +30,9 @@ from xtc_katas.kata.failures import KataFailure
 from xtc_katas.measure import module_cache
 
 #: The harness's packages whose modules judge (not the CLI or the maintainers' tools,
-#: which a test run does not use), and the standard library modules the judges draw
-#: their secrets and random numbers from.
-JUDGES = ("xtc_katas.kata", "xtc_katas.measure", "xtc_katas.checks")
+#: which a test run does not use; the pytest plugin does), and the standard library
+#: modules the judges draw their secrets and random numbers from.
+JUDGES = ("xtc_katas.kata", "xtc_katas.measure", "xtc_katas.checks", "xtc_katas.plugin")
 SOURCES_OF_CHANCE = ("secrets", "random", "os")
 #: Module attributes that change on their own (the import system's bookkeeping).
 MOVING = frozenset({"__builtins__", "__loader__", "__spec__", "__cached__", "__warningregistry__"})
@@ -43,14 +43,14 @@ class HarnessChanged(KataFailure):
 
 
 def judging_modules() -> list[ModuleType]:
-    """Every module of JUDGES (imported now if it was not: ~15 ms), the plugin, and
-    SOURCES_OF_CHANCE."""
+    """Every module of JUDGES (imported now if it was not: ~15 ms), the plugin's among
+    them, and SOURCES_OF_CHANCE."""
     names = [
         info.name
         for info in pkgutil.walk_packages(xtc_katas.__path__, "xtc_katas.")
         if info.name.startswith(JUDGES)
     ]
-    modules = [importlib.import_module(name) for name in (*names, "xtc_katas.plugin")]
+    modules = [importlib.import_module(name) for name in names]
     return modules + [importlib.import_module(name) for name in SOURCES_OF_CHANCE]
 
 

@@ -1,38 +1,42 @@
-"""Run a learner's schedule (kata 04) or spec (kata 05) on a fresh scheduler, then check it.
+"""Run a learner's function on a fresh scheduler, then check the schedule: one class per
+kind of task (the manifest's `kind`), in one registry, KINDS, at the end of this file.
 
-Both kinds end the same way: a scheduler whose recorded loop nest passed
-`schedule_checks` (the diagnostics TVM gives, for MLIR too), ready to compile. Mistakes
+A schedule (kata 04) and a spec (kata 05) end the same way: a scheduler whose recorded
+loop nest passed `schedule_checks` (the diagnostics TVM gives, for MLIR too), ready to
+compile. Mistakes
 raise `ScheduleMistake` with the kata, the function and the fix in the first line; when
 XTC rejected something, its exception stays chained below the message.
 
 The learner's function runs once per kernel judged. A schedule function gets a recording
 `sch` (recording_scheduler); the harness compiles the recorded calls replayed on a fresh
 scheduler, and kata 09's baseline, "the same schedule unfused", is that record replayed
-without its fusion calls (apply_task_pair); a spec is read once and its fusion
+without its fusion calls (apply_schedule_pair); a spec is read once and its fusion
 annotations dropped from a copy. The baseline is thus the learner's schedule minus
 fusion, whatever the learner's code does.
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
 import functools
 import inspect
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from xtc_katas.checks.schedule import ScheduleMistake, check_schedule
-from xtc_katas.kata.manifest import Kata
+from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.backends import KataBackend
-
-DIMS = ["i", "j", "k"]
+from xtc_katas.measure.workdir import Workdir
 
 
 def fresh_scheduler(backend: KataBackend, problem: Problem) -> tuple[Any, Any]:
-    """XTC's backend object for the harness's own graph, and a new scheduler of its matmul."""
+    """XTC's backend object for the harness's own graph, and a new scheduler of the node
+    it schedules (problem.scheduled_node)."""
     impl = backend.Backend(problem.graph(), **problem.backend_options(backend.name))
     return impl, impl.get_scheduler(default_node=problem.scheduled_node)
 
@@ -272,62 +276,6 @@ def apply_schedule_pair(
     return fused, unfused
 
 
-def apply_task(
-    kata: Kata,
-    module: ModuleType,
-    function: str,
-    backend: KataBackend,
-    problem: Problem,
-    unfused: bool = False,
-) -> tuple[Any, Any]:
-    """A task's function of kind "schedule" (f(sch)), "spec" (f() -> spec) or "strategy"
-    (its first sample), applied on a fresh scheduler of `problem` and checked (the
-    manifest's `kind` says which).
-    `unfused`: the same schedule with its fusion left out (kata 09's baseline); to judge
-    a kernel against its unfused self, build both from one call: apply_task_pair."""
-    task = kata.task(function)
-    kind = task.kind if task else ""
-    if kind == "schedule":
-        return apply_schedule(kata, module, function, backend, problem, unfused)
-    if kind == "spec":
-        return apply_spec(kata, module, function, backend, problem, unfused)
-    if kind == "strategy":
-        return apply_strategy(kata, module, function, backend, problem)
-    raise LookupError(
-        f"{kata.id}.{function} is of kind {kind!r}: only a task of kind 'schedule', 'spec' "
-        "or 'strategy' builds a schedule on its own (katas/manifest.toml)"
-    )
-
-
-def apply_task_pair(
-    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Problem
-) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
-    """((impl, scheduler) fused, (impl, scheduler) unfused) of a task of kind "schedule"
-    or "spec", both from ONE call of the function: the baseline is the learner's own
-    schedule minus its fusion, whatever the function does (kata 09)."""
-    task = kata.task(function)
-    kind = task.kind if task else ""
-    if kind == "schedule":
-        pair = apply_schedule_pair(kata, module, function, backend, problem)
-        label = f"{function}(sch)"
-    elif kind == "spec":
-        pair = apply_spec_pair(kata, module, function, backend, problem)
-        label = f"{function}()"
-    else:
-        raise LookupError(
-            f"{kata.id}.{function} is of kind {kind!r}: only a task of kind 'schedule' or "
-            "'spec' has an unfused twin (katas/manifest.toml)"
-        )
-    (_, fused), (_, unfused) = pair
-    if nest_signature(fused) == nest_signature(unfused):
-        raise ScheduleMistake(
-            f"{kata.id} › {label}: this schedule fuses nothing (no fuse_consumer_at or "
-            'fuse_producer_at call, no "fuse_consumer" annotation), so racing it against '
-            "itself unfused measures nothing: fuse the relu into C's nest"
-        )
-    return pair
-
-
 #: The sample a task of kind "strategy" is raced with: the first one of this seed.
 STRATEGY_SEED = 0
 
@@ -357,17 +305,23 @@ def apply_strategy(
 
 
 def apply_large(
-    kata: Kata, module: ModuleType, backend: KataBackend, problem: Problem, threads: int
+    kata: Kata,
+    module: ModuleType,
+    function: str,
+    backend: KataBackend,
+    problem: Problem,
+    threads: int,
 ) -> tuple[Any, Any]:
-    """Kata 08: `module.schedule_large(sch, threads)` on a fresh scheduler, then checked."""
+    """A task of kind "large" (kata 08): `module.function(sch, threads)` on a fresh
+    scheduler, then checked."""
     impl, scheduler = fresh_scheduler(backend, problem)
-    returned = module.schedule_large(scheduler, threads)
+    returned = getattr(module, function)(scheduler, threads)
     if returned is not None:
         raise ScheduleMistake(
-            f"{kata.id} › schedule_large(sch, threads) returned a {type(returned).__name__}: "
+            f"{kata.id} › {function}(sch, threads) returned a {type(returned).__name__}: "
             "it must apply the schedule to `sch` and return None"
         )
-    check_schedule(scheduler, kata.id, "schedule_large", problem.reduction_axes)
+    check_schedule(scheduler, kata.id, function, problem.reduction_axes)
     return impl, scheduler
 
 
@@ -439,7 +393,12 @@ def schedule_spec(
 
     impl, scheduler = fresh_scheduler(backend, problem)
     try:
-        descript_scheduler(scheduler=scheduler, node_name="C", abstract_dims=DIMS, spec=spec)
+        descript_scheduler(
+            scheduler=scheduler,
+            node_name=problem.scheduled_node,
+            abstract_dims=problem.dims,
+            spec=spec,
+        )
     except (ScheduleParseError, ScheduleInterpretError, ScheduleValidationError) as exc:
         raise ScheduleMistake(
             f"{kata.id} › {label}: descript_scheduler rejected the spec with "
@@ -449,3 +408,302 @@ def schedule_spec(
         ) from exc
     check_schedule(scheduler, kata.id, label, problem.reduction_axes)
     return impl, scheduler
+
+
+# --- The kinds of task, one class each, in one registry: what the manifest's `kind` means
+#
+# A kind knows how the harness gets a kernel out of the learner's function: a schedule on
+# a fresh scheduler of the task's problem (and, for a race over "unfused", the same
+# schedule without its fusion, from the same call), and which of the learner's commands
+# apply to it: `xtc-katas show` (shown), `report` and the tests' race over naive (raced),
+# the race against numpy on threads (numpy_race: report, calibration), `explore`
+# (explored). Every place that depends on a task's kind asks `kind_of(task)`; none
+# compares kind names (tests/test_task_kinds.py). A new kind of kata is one class here,
+# registered in KINDS, and its entry in the manifest's list of kinds (kata/manifest.py
+# KINDS; the lint checks that both agree).
+
+Built = tuple[Any, Any]  # (XTC backend, checked scheduler)
+
+#: The samples `show --sample N` draws from a strategy: kata 07's search's.
+EXPLORED, EXPLORED_SEED = 30, 42
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """A task whose function builds no kernel on its own (kata 01's metric, a graph):
+    none of the commands apply. Each kind below overrides what it supports."""
+
+    name: str = ""
+    #: `xtc-katas show` can build its schedule.
+    shown: ClassVar[bool] = False
+    #: `xtc-katas report` races it as its test does (speed_race.race, over naive).
+    raced: ClassVar[bool] = False
+    #: Raced against numpy on 1 and more threads (kata 08): report, calibration.
+    numpy_race: ClassVar[bool] = False
+    #: What `xtc-katas explore` runs: "search" (a generator of measured candidates) or
+    #: "optimizer" (raced on the cost model); "" for none.
+    explored: ClassVar[str] = ""
+    #: For a search, the kind of task that gives it what it searches.
+    feeds_on: ClassVar[str] = ""
+    #: The learner's call in messages: "f(sch)", "f()".
+    call: ClassVar[str] = "()"
+
+    def schedule(
+        self,
+        kata: Kata,
+        module: ModuleType,
+        function: str,
+        backend: KataBackend,
+        problem: Problem,
+        unfused: bool = False,
+        threads: int = 1,
+    ) -> Built:
+        """(XTC backend, checked scheduler) of the learner's function on a fresh
+        scheduler of `problem`; `unfused`: with its fusion left out."""
+        raise LookupError(
+            f"{kata.id}.{function} is of kind {self.name!r}: only a task of kind "
+            f"{', '.join(repr(k) for k, c in KINDS.items() if c.builds)} builds a schedule "
+            "on its own (katas/manifest.toml)"
+        )
+
+    #: Whether schedule() builds one.
+    builds: ClassVar[bool] = False
+
+    def schedule_pair(
+        self, kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Problem
+    ) -> tuple[Built, Built]:
+        """(fused, unfused) from ONE call of the function: the unfused one is the same
+        schedule minus its fusion, whatever the function does (kata 09)."""
+        raise LookupError(
+            f"{kata.id}.{function} is of kind {self.name!r}: only a task of kind 'schedule' "
+            "or 'spec' has an unfused twin (katas/manifest.toml)"
+        )
+
+    def shown_schedule(
+        self,
+        kata: Kata,
+        module: ModuleType,
+        function: str,
+        backend: KataBackend,
+        problem: Problem,
+        args: argparse.Namespace,
+    ) -> Built:
+        """The schedule `xtc-katas show` shows, built as the task's tests build it."""
+        if not self.shown:
+            raise LookupError(f"{kata.id}.{function} builds no schedule to show")
+        return self.schedule(kata, module, function, backend, problem)
+
+    def compiled(
+        self,
+        kata: Kata,
+        module: ModuleType,
+        task: Task,
+        backend: KataBackend,
+        problem: Problem,
+        workdir: Workdir,
+    ) -> tuple[Any, Any]:
+        """(the learner's compiled kernel, its unfused twin or None): what a race over
+        the task's baseline times. The twin, for a baseline of "unfused", comes from the
+        same call of the learner's function (schedule_pair)."""
+        function = task.function
+        if task.baseline == "unfused":
+            (impl, scheduler), (impl_unfused, unfused) = self.schedule_pair(
+                kata, module, function, backend, problem
+            )
+            return (
+                workdir.compile(impl, scheduler.schedule(), stem=function),
+                workdir.compile(impl_unfused, unfused.schedule(), stem=f"{function}_unfused"),
+            )
+        impl, scheduler = self.schedule(kata, module, function, backend, problem)
+        return workdir.compile(impl, scheduler.schedule(), stem=function), None
+
+
+def _checked_pair(kata: Kata, label: str, pair: tuple[Built, Built]) -> tuple[Built, Built]:
+    (_, fused), (_, unfused) = pair
+    if nest_signature(fused) == nest_signature(unfused):
+        raise ScheduleMistake(
+            f"{kata.id} › {label}: this schedule fuses nothing (no fuse_consumer_at or "
+            'fuse_producer_at call, no "fuse_consumer" annotation), so racing it against '
+            "itself unfused measures nothing: fuse the relu into C's nest"
+        )
+    return pair
+
+
+class ScheduleKind(TaskKind):
+    """f(sch): schedules the scheduler it is given (recorded, replayed, checked)."""
+
+    shown = raced = builds = True
+    call = "(sch)"
+
+    def schedule(self, kata, module, function, backend, problem, unfused=False, threads=1):
+        return apply_schedule(kata, module, function, backend, problem, unfused)
+
+    def schedule_pair(self, kata, module, function, backend, problem):
+        pair = apply_schedule_pair(kata, module, function, backend, problem)
+        return _checked_pair(kata, f"{function}(sch)", pair)
+
+
+class SpecKind(TaskKind):
+    """f(): returns a descript spec for descript_scheduler."""
+
+    shown = raced = builds = True
+
+    def schedule(self, kata, module, function, backend, problem, unfused=False, threads=1):
+        return apply_spec(kata, module, function, backend, problem, unfused)
+
+    def schedule_pair(self, kata, module, function, backend, problem):
+        pair = apply_spec_pair(kata, module, function, backend, problem)
+        return _checked_pair(kata, f"{function}()", pair)
+
+
+class StrategyKind(TaskKind):
+    """f(graph): returns an XTC strategy; its first sample of STRATEGY_SEED is the
+    schedule (`show --sample N`: the Nth of the samples kata 07's search draws)."""
+
+    shown = builds = True
+    call = "(graph)"
+
+    def schedule(self, kata, module, function, backend, problem, unfused=False, threads=1):
+        return apply_strategy(kata, module, function, backend, problem)
+
+    def shown_schedule(self, kata, module, function, backend, problem, args):
+        if getattr(args, "sample", None) is None:  # the sample the task's test races
+            return self.schedule(kata, module, function, backend, problem)
+        strategy = getattr(module, function)(problem.graph())
+        samples = [list(s) for s in strategy.sample(EXPLORED, EXPLORED_SEED)]
+        impl, scheduler = fresh_scheduler(backend, problem)
+        strategy.generate(scheduler, samples[args.sample])
+        return impl, scheduler
+
+
+class LargeKind(TaskKind):
+    """f(sch, threads): schedules the challenge on `threads` threads, raced with numpy."""
+
+    shown = builds = numpy_race = True
+    call = "(sch, threads)"
+
+    def schedule(self, kata, module, function, backend, problem, unfused=False, threads=1):
+        return apply_large(kata, module, function, backend, problem, threads)
+
+    def shown_schedule(self, kata, module, function, backend, problem, args):
+        return self.schedule(kata, module, function, backend, problem, threads=args.threads)
+
+
+class BaselineKind(TaskKind):
+    """f(graph, Backend, dump_file): compiles the graph unscheduled; show reads the
+    scheduler it made."""
+
+    shown = True
+    call = "(graph, Backend, dump_file)"
+
+    def shown_schedule(self, kata, module, function, backend, problem, args):
+        recorder = SchedulerRecorder(backend.Backend)
+        with tempfile.TemporaryDirectory() as scratch:
+            getattr(module, function)(problem.graph(), recorder.Backend, f"{scratch}/baseline")
+        return recorder.last()
+
+
+class CandidatesKind(TaskKind):
+    """f(): returns {name: spec}, the specs a search tries; show shows one by name
+    (`--candidate`, default the first)."""
+
+    shown = True
+
+    def shown_schedule(self, kata, module, function, backend, problem, args):
+        specs = dict(getattr(module, function)())
+        name = getattr(args, "candidate", None) or next(iter(specs))
+        if name not in specs:
+            raise LookupError(f"no candidate {name!r}; {function}() has {list(specs)}")
+        return schedule_spec(kata, specs[name], name, backend, problem)
+
+
+class SearchKind(TaskKind):
+    """f(graph, Backend, specs, peak): yields (index, total, name, percent), over the
+    specs a task of kind "candidates" gives."""
+
+    explored = "search"
+    feeds_on = "candidates"
+
+    def run_search(
+        self,
+        search: Any,
+        feed: Any,
+        graph: Any,
+        backend: KataBackend,
+        peak: float,
+        num: int,
+        seed: int,
+    ) -> Any:
+        """The learner's search `search` called as its tests call it, on what `feed` (the
+        function of the task it feeds on) gives."""
+        return search(graph, backend.Backend, feed(), peak)
+
+
+class StrategySearchKind(SearchKind):
+    """f(graph, Backend, strategy, num, seed, peak): yields like a search, over `num`
+    samples of seed `seed` of the strategy a task of kind "strategy" gives."""
+
+    feeds_on = "strategy"
+
+    def run_search(self, search, feed, graph, backend, peak, num, seed):
+        return search(graph, backend.Backend, feed(graph), num, seed, peak)
+
+
+class OptimizerKind(TaskKind):
+    """f(sample_fn, batch, seed): returns an XTC Optimizer, raced on a cost model."""
+
+    explored = "optimizer"
+
+
+#: The registry: every kind the manifest may name, by name.
+KINDS: dict[str, TaskKind] = {
+    "schedule": ScheduleKind("schedule"),
+    "spec": SpecKind("spec"),
+    "baseline": BaselineKind("baseline"),
+    "candidates": CandidatesKind("candidates"),
+    "search": SearchKind("search"),
+    "strategy": StrategyKind("strategy"),
+    "strategy_search": StrategySearchKind("strategy_search"),
+    "large": LargeKind("large"),
+    "optimizer": OptimizerKind("optimizer"),
+}
+#: A task without a kind: it builds nothing the commands use.
+NO_KIND = TaskKind("")
+
+
+def kind_of(task: Task | None) -> TaskKind:
+    """The kind of `task` (NO_KIND for a task without one, or no task)."""
+    return KINDS[task.kind] if task is not None and task.kind else NO_KIND
+
+
+def feeder_of(kata: Kata, task: Task) -> Task:
+    """The task of `kata` whose function a search task feeds on (its kind's feeds_on)."""
+    wanted = KINDS[kind_of(task).feeds_on]
+    return next(t for t in kata.tasks if kind_of(t) is wanted)
+
+
+def tasks_where(kata: Kata, wanted: str) -> list[Task]:
+    """The kata's tasks whose kind has the flag `wanted` ("shown", "raced", ...)."""
+    return [task for task in kata.tasks if getattr(kind_of(task), wanted)]
+
+
+def apply_task(
+    kata: Kata,
+    module: ModuleType,
+    function: str,
+    backend: KataBackend,
+    problem: Problem,
+    unfused: bool = False,
+) -> Built:
+    """The task's function applied on a fresh scheduler of `problem` and checked, as its
+    kind builds it; `unfused`: the same schedule with its fusion left out (to judge a
+    kernel against its unfused self, build both from one call: apply_task_pair)."""
+    return kind_of(kata.task(function)).schedule(kata, module, function, backend, problem, unfused)
+
+
+def apply_task_pair(
+    kata: Kata, module: ModuleType, function: str, backend: KataBackend, problem: Problem
+) -> tuple[Built, Built]:
+    """((impl, scheduler) fused, (impl, scheduler) unfused), both from ONE call of the
+    function: the baseline is the learner's own schedule minus its fusion (kata 09)."""
+    return kind_of(kata.task(function)).schedule_pair(kata, module, function, backend, problem)

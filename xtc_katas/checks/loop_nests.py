@@ -10,11 +10,15 @@ there. Speed is judged elsewhere (side by side with the naive kernel): these che
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
+
+if TYPE_CHECKING:
+    from xtc_katas.kata.problems import Problem
 
 
 class ShapeMistake(KataFailure):
@@ -590,3 +594,62 @@ def parallel_rows(
     for loop in parallel:
         mistakes += _too_few_iterations(root, loop, sizes)
     return mistakes
+
+
+#: The shape checks a task may name in the manifest (its `shape`), each read on the
+#: task's problem: its vector axis, tile axes, reductions and sizes, and the backend.
+#: `task.assert_shape()` asserts the task's list, in order; the harness's own tests read
+#: the same list (tests/test_loop_nests.py).
+SHAPES: dict[str, Callable[[Any, Problem, str], list[str]]] = {
+    "stride_one": lambda nest, problem, backend: stride_one(nest, axis=problem.vector_axis),
+    "vector_tile": lambda nest, problem, backend: vector_tile(nest, axis=problem.vector_axis),
+    "register_tile": lambda nest, problem, backend: register_tile(
+        nest, i=problem.tile_axes, j=problem.vector_axis, k=problem.reduction_axes
+    ),
+    "split_main_part": lambda nest, problem, backend: split_main_part(
+        nest, axis=problem.vector_axis
+    ),
+    "parallel_outer": lambda nest, problem, backend: parallel_outer(
+        nest,
+        parallel_axes=tuple(a for a in problem.axis_sizes if a not in problem.reduction_axes),
+        sizes=problem.axis_sizes,
+    ),
+    "fused_consumer": lambda nest, problem, backend: fused_consumer(
+        nest, k=_one(problem.reduction_axes)
+    ),
+    "blocked": lambda nest, problem, backend: blocked(
+        nest,
+        i=_one(problem.tile_axes),
+        j=problem.vector_axis,
+        k=_one(problem.reduction_axes),
+        sizes=problem.axis_sizes,
+    ),
+    "permuted": lambda nest, problem, backend: permuted(
+        nest, i=_one(problem.tile_axes), j=problem.vector_axis, k=_one(problem.reduction_axes)
+    ),
+    "packed": lambda nest, problem, backend: packed(nest, k=_one(problem.reduction_axes)),
+    "write_cache": lambda nest, problem, backend: write_cache(
+        nest,
+        backend,
+        k=_one(problem.reduction_axes),
+        block=(*problem.tile_axes, problem.vector_axis),
+    ),
+    "parallel_rows": lambda nest, problem, backend: parallel_rows(nest),
+}
+
+
+def _one(axes: tuple[str, ...]) -> str:
+    """The one axis of a check that reads a single one (a matmul's k, its i)."""
+    if len(axes) != 1:
+        raise LookupError(f"this shape check reads one axis, the problem has {axes}")
+    return axes[0]
+
+
+def shape_mistakes(
+    names: tuple[str, ...], loop_nest: Any, problem: Problem, backend: str
+) -> list[str]:
+    """The mistakes of every shape check in `names` (a task's `shape`), in order."""
+    unknown = [name for name in names if name not in SHAPES]
+    if unknown:
+        raise LookupError(f"no shape check {unknown}; the checks are {sorted(SHAPES)}")
+    return [m for name in names for m in SHAPES[name](loop_nest, problem, backend)]

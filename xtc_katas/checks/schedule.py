@@ -23,8 +23,9 @@ class ScheduleMistake(KataFailure):
 RACES = {"parallelize": "threads would race", "vectorize": "lanes would collide"}
 
 
-def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str] = ("k",)) -> list[str]:
-    """What is wrong with the recorded schedule, in words a learner can act on."""
+def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str]) -> list[str]:
+    """What is wrong with the recorded schedule, in words a learner can act on;
+    `reduction_axes`: the problem's (Problem.reduction_axes)."""
     from xtc.schedules.exceptions import ScheduleValidationError
 
     try:
@@ -105,9 +106,7 @@ def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str] = ("k",)) ->
     return mistakes
 
 
-def check_schedule(
-    scheduler: Any, kata: str, function: str, reduction_axes: Iterable[str] = ("k",)
-) -> None:
+def check_schedule(scheduler: Any, kata: str, function: str, reduction_axes: Iterable[str]) -> None:
     """Raise ScheduleMistake naming the kata, the function and each mistake.
 
     `function` is a name ("schedule_split") or a fuller label ("candidate_specs() › 'x'").

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
-from xtc_katas.kata.problems import Matmul
+from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.isolation import run_isolated
 from xtc_katas.measure.timing import (
     FEW_LONG_ROUNDS,
@@ -113,7 +113,7 @@ def finalists(run: SearchRun, count: int = FINALISTS) -> list[int]:
     return scored or ranked[:1]
 
 
-def fastest(modules: dict[Any, Any], problem: Matmul) -> Any:
+def fastest(modules: dict[Any, Any], problem: Problem) -> Any:
     """The key of the fastest module, timed side by side on this machine: each one's
     median over 3 rounds of its best time in a round."""
     if len(modules) == 1:
@@ -205,7 +205,7 @@ CONFIRMATIONS = 2
 
 
 def honesty_mistakes(
-    reported: dict[str, float], modules: dict[str, Any], problem: Matmul, peak_fmas_per_s: float
+    reported: dict[str, float], modules: dict[str, Any], problem: Problem, peak_fmas_per_s: float
 ) -> list[str]:
     """Time `modules` (candidate name -> compiled module) side by side and compare each
     one's % of peak with what the learner's search `reported` for that name.

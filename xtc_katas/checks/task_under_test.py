@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from xtc_katas.checks import loop_nests
-from xtc_katas.checks.learner_schedules import apply_task, apply_task_pair
+from xtc_katas.checks.learner_schedules import TaskKind, kind_of
 from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import numerics
@@ -52,30 +52,29 @@ class TaskUnderTest:
             raise LookupError(f"{self.kata.id}.{self.function}: no problem in the manifest")
         return PROBLEMS[self.task.problem]
 
+    @property
+    def kind(self) -> TaskKind:
+        """The task's kind (learner_schedules.KINDS): how its function becomes a schedule."""
+        return kind_of(self.task)
+
     def scheduled(self, unfused: bool = False) -> tuple[Any, Any]:
         """(XTC backend, scheduler) after the learner's function, checked by the harness;
         `unfused`: with the function's fusion left out."""
-        return apply_task(
+        return self.kind.schedule(
             self.kata, self.module, self.function, self.backend, self.problem, unfused
         )
 
     def scheduled_pair(self) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
         """((backend, scheduler) fused, (backend, scheduler) unfused), both from ONE call
         of the learner's function: the unfused one is that schedule minus its fusion."""
-        return apply_task_pair(self.kata, self.module, self.function, self.backend, self.problem)
+        return self.kind.schedule_pair(
+            self.kata, self.module, self.function, self.backend, self.problem
+        )
 
     def compiled(self, unfused: bool = False) -> Any:
         impl, scheduler = self.scheduled(unfused)
         stem = f"{self.function}{'_unfused' if unfused else ''}"
         return self.workdir.compile(impl, scheduler.schedule(), stem=stem)
-
-    def compiled_pair(self) -> tuple[Any, Any]:
-        """The compiled kernels of scheduled_pair(): (fused, unfused)."""
-        (impl, scheduler), (impl_unfused, unfused) = self.scheduled_pair()
-        return (
-            self.workdir.compile(impl, scheduler.schedule(), stem=self.function),
-            self.workdir.compile(impl_unfused, unfused.schedule(), stem=f"{self.function}_unfused"),
-        )
 
     def loop_nest(self) -> Any:
         return self.scheduled()[1].get_loop_nest()
@@ -84,8 +83,21 @@ class TaskUnderTest:
         """The compiled kernel computes A @ B on harness-made inputs (numerics.py)."""
         numerics.assert_computes(self.compiled(), self.problem, self.backend.name, INPUT_KINDS)
 
-    def assert_shape(self, mistakes: list[str]) -> None:
-        """No mistakes in the loop nest's shape, as listed by a loop_nests check."""
+    def shape_mistakes(self) -> list[str]:
+        """What the loop nest lacks of the shape the manifest names for this task (its
+        `shape`: checks of loop_nests.SHAPES, read on the task's problem); [] when it is
+        there."""
+        if not self.task.shape:
+            raise LookupError(f"{self.kata.id}.{self.function}: no shape in the manifest")
+        return loop_nests.shape_mistakes(
+            self.task.shape, self.loop_nest(), self.problem, self.backend.name
+        )
+
+    def assert_shape(self, mistakes: list[str] | None = None) -> None:
+        """No mistakes in the loop nest's shape: the manifest's shape checks for this task
+        (shape_mistakes), or the `mistakes` a loop_nests check listed."""
+        if mistakes is None:
+            mistakes = self.shape_mistakes()
         loop_nests.require(mistakes, self.kata.id, self.function)
 
     def assert_speed(self, advice: str = "") -> Bar:
@@ -94,10 +106,9 @@ class TaskUnderTest:
         itself unfused (one call's schedule, and the same minus its fusion); assert this
         run's bar (speed_rule.py). `advice`: the failure's "next:" line when the test
         knows the cause from the loop nest (default: the task's last hint)."""
-        if self.task.baseline == "unfused":  # both from one call: compiled_pair
-            learner, unfused = self.compiled_pair()
-        else:
-            learner, unfused = self.compiled(), None
+        learner, unfused = self.kind.compiled(
+            self.kata, self.module, self.task, self.backend, self.problem, self.workdir
+        )
         return self.speed_check(
             self.function, self.problem, learner, advice, learner_unfused=unfused
         )

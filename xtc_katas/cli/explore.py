@@ -22,11 +22,11 @@ from types import ModuleType
 from typing import Any
 
 from xtc_katas import ROOT
-from xtc_katas.checks.learner_schedules import fresh_scheduler
+from xtc_katas.checks.learner_schedules import feeder_of, fresh_scheduler, kind_of
 from xtc_katas.cli import search_view
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata, Task, find
-from xtc_katas.kata.problems import PROBLEMS, Matmul
+from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, iterate_isolated
@@ -39,20 +39,24 @@ from xtc_katas.measure.timing import (
 from xtc_katas.measure.workdir import Workdir
 
 OUT = ROOT / ".xtc-katas" / "explore"
-#: The search kinds (katas/manifest.toml) and the kind of task that feeds each one.
-SEARCH_KINDS = {"search": "candidates", "strategy_search": "strategy"}
+
+
+def explored_task(kata: Kata, what: str) -> Task | None:
+    """The kata's task that `explore` runs as `what` ("search", "optimizer"), if any
+    (its kind's `explored`)."""
+    return next((t for t in kata.tasks if kind_of(t).explored == what), None)
 
 
 def search_task(kata: Kata) -> Task | None:
     """The kata's search generator task, if it has one."""
-    return next(iter(kata.tasks_of_kind(*SEARCH_KINDS)), None)
+    return explored_task(kata, "search")
 
 
 def searching(
     kata: Kata,
     module: ModuleType,
     backend: KataBackend,
-    problem: Matmul,
+    problem: Problem,
     peak: float,
     num: int,
     seed: int,
@@ -61,15 +65,14 @@ def searching(
     graph = problem.graph()
     search = search_task(kata)
     assert search is not None
-    feeder = kata.tasks_of_kind(SEARCH_KINDS[search.kind])[0].function
+    feed = getattr(module, feeder_of(kata, search).function)
     explore = getattr(module, search.function)
-    if search.kind == "search":
-        return explore(graph, backend.Backend, getattr(module, feeder)(), peak)
-    strategy = getattr(module, feeder)(graph)
-    return explore(graph, backend.Backend, strategy, num, seed, peak)
+    return kind_of(search).run_search(explore, feed, graph, backend, peak, num, seed)
 
 
-def baseline_percent(backend: KataBackend, problem: Matmul, peak: float, workdir: Workdir) -> float:
+def baseline_percent(
+    backend: KataBackend, problem: Problem, peak: float, workdir: Workdir
+) -> float:
     impl, scheduler = fresh_scheduler(backend, problem)
     naive = workdir.compile(impl, scheduler.schedule(), stem="naive")
     seconds = time_side_by_side({"naive": naive}, problem, rounds=2, **FEW_LONG_ROUNDS).best[
@@ -83,7 +86,7 @@ def optimizer_convergence(kata: Kata, args: argparse.Namespace) -> int:
     a convergence plot (no compile: the cost model scores each sample)."""
     from xtc_katas.checks import optimizer_race
 
-    function = kata.tasks_of_kind("optimizer")[0].function
+    function = explored_task(kata, "optimizer").function
     module = loader.load(kata, solution=args.solutions)
     result = optimizer_race.race(getattr(module, function))
     side = "solution" if args.solutions else "yours"
@@ -120,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help=f"where plots go ({OUT})")
     args = parser.parse_args(argv)
     kata = find(args.kata)
-    if kata.tasks_of_kind("optimizer"):
+    if explored_task(kata, "optimizer"):
         return optimizer_convergence(kata, args)
     search = search_task(kata)
     if search is None:

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from xtc_katas.checks.learner_schedules import apply_large, apply_task
+from xtc_katas.checks.learner_schedules import kind_of, tasks_where
 from xtc_katas.checks.speed_race import cores, race
 from xtc_katas.kata import loader, progress
-from xtc_katas.kata.manifest import SCHEDULE_KINDS, Kata, Task, katas
+from xtc_katas.kata.manifest import Kata, Task, katas
 from xtc_katas.kata.problems import PROBLEMS
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
@@ -41,24 +41,20 @@ def _passing(kata: Kata) -> bool:
 
 
 def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
-    """Each raced task of kind schedule/spec of a passing kata, raced as its test races it
+    """Each raced task (its kind's `raced`) of a passing kata, raced as its test races it
     (speed_race.race)."""
     rows = []
     for kata in katas():
-        tasks = [t for t in kata.tasks_of_kind(*SCHEDULE_KINDS) if t.caps]
+        tasks = [t for t in tasks_where(kata, "raced") if t.caps]
         if not tasks or not _passing(kata):
             continue
         learner_module = loader.load(kata, solution=False)
         for task in tasks:
             problem = PROBLEMS[task.problem]
-            impl, scheduler = apply_task(kata, learner_module, task.function, backend, problem)
-            learner = workdir.compile(impl, scheduler.schedule(), stem=task.function)
-            unfused = None
-            if task.baseline == "unfused":  # kata 09: raced against itself unfused
-                impl, scheduler = apply_task(
-                    kata, learner_module, task.function, backend, problem, unfused=True
-                )
-                unfused = workdir.compile(impl, scheduler.schedule(), stem="unfused")
+            # kata 09: raced against itself unfused, both from one call, as its test does
+            learner, unfused = kind_of(task).compiled(
+                kata, learner_module, task, backend, problem, workdir
+            )
             result, timings = race(workdir, kata, task.function, backend, problem, learner, unfused)
             threads = cores() if task.parallel else 1
 
@@ -88,12 +84,12 @@ def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[d
 
 
 def challenge_row(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
-    """Tasks of kind "large" (kata 08) on one thread: yours and the reference raced with
-    numpy (timing.NumpyRace)."""
+    """Tasks raced against numpy (their kind's `numpy_race`: kata 08) on one thread: yours
+    and the reference (timing.NumpyRace)."""
     return [
         row
         for kata in katas()
-        for task in kata.tasks_of_kind("large")
+        for task in tasks_where(kata, "numpy_race")
         if _passing(kata)
         for row in large_row(kata, task, backend, workdir, peak)
     ]
@@ -106,7 +102,9 @@ def large_row(
     modules = {}
     for side, solution in (("yours", False), ("reference", True)):
         module = loader.load(kata, solution=solution)
-        impl, scheduler = apply_large(kata, module, backend, problem, threads=1)
+        impl, scheduler = kind_of(task).schedule(
+            kata, module, task.function, backend, problem, threads=1
+        )
         modules[side] = workdir.compile(impl, scheduler.schedule(), stem=f"large_{side}")
     numpy_race = NumpyRace(modules, problem, threads=1).run(rounds=5)
     return [
@@ -129,7 +127,8 @@ def search_rows() -> list[dict[str, Any]]:
     """Searches (katas 06, 07): the figures of the last passing test run, as recorded."""
     rows = []
     for kata in katas():
-        if not kata.tasks_of_kind("search", "strategy_search") or not _passing(kata):
+        searches = [t for t in kata.tasks if kind_of(t).explored == "search"]
+        if not searches or not _passing(kata):
             continue
         for result in progress.kata_results(kata, progress.read()).values():
             for figures in result.perf:

@@ -27,25 +27,20 @@ from types import ModuleType
 from typing import Any
 
 from xtc_katas.checks.learner_schedules import (
+    EXPLORED,
+    EXPLORED_SEED,
     STRATEGY_SEED,
-    SchedulerRecorder,
-    apply_large,
-    apply_task,
-    fresh_scheduler,
-    schedule_spec,
+    kind_of,
+    tasks_where,
 )
 from xtc_katas.kata import loader
 from xtc_katas.kata.failures import not_implemented
-from xtc_katas.kata.manifest import SCHEDULE_KINDS, Kata, find
+from xtc_katas.kata.manifest import Kata, find
 from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
 
-#: The samples kata 07's search draws (`--sample N` shows one of them).
-EXPLORED, EXPLORED_SEED = 30, 42
-#: The kinds of task (katas/manifest.toml) whose schedule can be shown.
-SHOWN_KINDS = ("baseline", "schedule", "spec", "candidates", "strategy", "large")
 VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
 FMA = re.compile(r"\bv?fn?m(add|sub)\w*p[sd]\b")  # packed: ps, pd
 SCALAR_FMA = re.compile(r"\bv?fn?m(add|sub)\w*s[sd]\b")  # one element: ss, sd
@@ -59,37 +54,14 @@ def schedule_of(
     depends on the task's kind in the manifest, never on which kata it is."""
     task = _task(kata, function)
     problem = PROBLEMS[task.problem]
-    if task.kind == "baseline":
-        recorder = SchedulerRecorder(backend.Backend)
-        with tempfile.TemporaryDirectory() as scratch:
-            getattr(module, function)(problem.graph(), recorder.Backend, f"{scratch}/baseline")
-        impl, scheduler = recorder.last()
-        return impl, scheduler, problem
-    if task.kind in SCHEDULE_KINDS:
-        return (*apply_task(kata, module, function, backend, problem), problem)
-    if task.kind == "candidates":
-        specs = dict(getattr(module, function)())
-        name = args.candidate or next(iter(specs))
-        if name not in specs:
-            raise LookupError(f"no candidate {name!r}; {function}() has {list(specs)}")
-        return (*schedule_spec(kata, specs[name], name, backend, problem), problem)
-    if task.kind == "strategy":
-        if args.sample is None:  # the sample the task's speed test races
-            return (*apply_task(kata, module, function, backend, problem), problem)
-        strategy = getattr(module, function)(problem.graph())
-        samples = [list(s) for s in strategy.sample(EXPLORED, EXPLORED_SEED)]
-        impl, scheduler = fresh_scheduler(backend, problem)
-        strategy.generate(scheduler, samples[args.sample])
-        return impl, scheduler, problem
-    if task.kind == "large":
-        return (*apply_large(kata, module, backend, problem, args.threads), problem)
-    raise LookupError(f"{kata.id}.{function} builds no schedule to show")
+    impl, scheduler = kind_of(task).shown_schedule(kata, module, function, backend, problem, args)
+    return impl, scheduler, problem
 
 
 def _task(kata: Kata, function: str | None) -> Any:
     task = kata.task(function or "")
-    if task is None or task.kind not in SHOWN_KINDS:
-        names = ", ".join(t.function for t in kata.tasks_of_kind(*SHOWN_KINDS))
+    if task is None or not kind_of(task).shown:
+        names = ", ".join(t.function for t in tasks_where(kata, "shown"))
         if not names:
             raise LookupError(f"{kata.id} has no schedule to show: its tasks build none")
         if function is None:
@@ -160,7 +132,7 @@ def mark_fmas(listing: str) -> str:
 def main(args: argparse.Namespace) -> int:
     kata = find(args.kata)
     machine.emulate_cpu_info()
-    shown = kata.tasks_of_kind(*SHOWN_KINDS)
+    shown = tasks_where(kata, "shown")
     function = args.function or (shown[0].function if len(shown) == 1 else None)
     function = _task(kata, function).function
     views = [v for v in VIEWS if getattr(args, v)] or ["nest"]

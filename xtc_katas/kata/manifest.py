@@ -6,6 +6,7 @@ their hints, so that the CLI, the friendly failure messages and the lint test al
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -32,8 +33,6 @@ KINDS = {
     "large": "f(sch, threads): schedules the challenge matmul",
     "optimizer": "f(sample_fn, batch, seed): returns an XTC Optimizer (suggest/observe)",
 }
-#: The kinds whose function yields one schedule the harness can rebuild alone.
-SCHEDULE_KINDS = ("schedule", "spec")
 
 
 @dataclass(frozen=True)
@@ -64,6 +63,9 @@ class Task:
     #: CPU, e.g. LLVM vectorized the previous step already): shown with the figures when
     #: the previous step's reference is as fast in the learner's run (speed_rule.step_note).
     no_gain: tuple[tuple[str, str], ...] = ()
+    #: The shape checks its loop nest must pass, by name (loop_nests.SHAPES): what
+    #: `task.assert_shape()` asserts, and what the harness's own tests read.
+    shape: tuple[str, ...] = ()
 
     def cap(self, backend: str) -> float:
         caps = dict(self.caps)
@@ -75,7 +77,9 @@ class Task:
         return dict(self.no_gain).get(backend, "")
 
 
-#: The keys a task may have in the manifest: a typo is an error, not a silent default.
+#: The keys a kata and a task may have in the manifest: a typo is an error, not a silent
+#: default.
+KATA_KEYS = {"id", "title", "module", "task"}
 TASK_KEYS = {
     "function",
     "hints",
@@ -87,27 +91,109 @@ TASK_KEYS = {
     "kind",
     "baseline",
     "no_gain",
+    "shape",
+}
+#: What a race may measure speedups over (a task's `baseline`).
+BASELINES = ("naive", "unfused")
+
+
+class ManifestError(ValueError):
+    """A manifest entry the harness would misread; the message names the file and line."""
+
+
+def _line(text: str, kata_id: str, function: str = "", key: str = "") -> int:
+    """The line (from 1) in the manifest's `text` of kata `kata_id`'s `id`, of its task
+    `function`, or of `key` in either; 0 when the kata is not found."""
+    lines = [line.strip() for line in text.splitlines()]
+
+    def first(pattern: str, begin: int, stop_at: str) -> int:
+        for number in range(begin + 1, len(lines)):
+            if lines[number].startswith(stop_at):
+                return -1
+            if re.match(pattern, lines[number]):
+                return number
+        return -1
+
+    at = next(
+        (n for n, line in enumerate(lines) if re.match(rf'id\s*=\s*"{re.escape(kata_id)}"', line)),
+        -1,
+    )
+    if at < 0:
+        return 0
+    if function:
+        found = first(rf'function\s*=\s*"{re.escape(function)}"', at, "[[kata]]")
+        if found < 0:
+            return at + 1
+        at = max(n for n in range(found + 1) if lines[n].startswith("[[kata.task]]"))
+        if not key:
+            return found + 1
+    if key:
+        found = first(rf"{re.escape(key)}\s*=", at, "[[")
+        return (found if found >= 0 else at) + 1
+    return at + 1
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+#: What each task key's value must be, and the words for the error.
+TASK_TYPES = {
+    "function": (lambda v: isinstance(v, str) and v.isidentifier(), "a function's name"),
+    "hints": (lambda v: _is_strings(v) and bool(v), "a non-empty list of strings"),
+    "cap": (
+        lambda v: isinstance(v, dict) and all(_is_number(x) for x in v.values()),
+        "a table of numbers per backend, e.g. { mlir = 14, tvm = 18 }",
+    ),
+    "reference": (lambda v: isinstance(v, str), "a string"),
+    "previous": (lambda v: isinstance(v, str), "a string"),
+    "problem": (lambda v: isinstance(v, str), "a string"),
+    "parallel": (lambda v: isinstance(v, bool), "true or false"),
+    "kind": (lambda v: v in KINDS, f"one of the KINDS {sorted(KINDS)}"),
+    "baseline": (lambda v: v in BASELINES, f"one of {list(BASELINES)}"),
+    "no_gain": (
+        lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+        "a table of strings per backend",
+    ),
+    "shape": (_is_strings, "a list of shape checks' names (loop_nests.SHAPES)"),
 }
 
 
-def _task(kata_id: str, entry: dict) -> Task:
+def _task(kata_id: str, entry: dict, text: str = "", path: Path = MANIFEST) -> Task:
+    """One [[kata.task]] entry, checked against TASK_KEYS and TASK_TYPES."""
+    function = entry.get("function", "?")
+
+    def error(key: str, message: str) -> ManifestError:
+        line = _line(text, kata_id, function if isinstance(function, str) else "", key)
+        where = f"{path}:{line}" if line else str(path)
+        return ManifestError(f"{where}: task {function!r} of {kata_id}: {message}")
+
     unknown = sorted(set(entry) - TASK_KEYS)
     if unknown:
-        raise ValueError(
-            f"{MANIFEST}: task {entry.get('function', '?')!r} of {kata_id} has unknown "
-            f"key(s) {unknown}; the keys are {sorted(TASK_KEYS)}"
-        )
+        raise error(unknown[0], f"unknown key(s) {unknown}; the keys are {sorted(TASK_KEYS)}")
+    for key in ("function", "hints"):
+        if key not in entry:
+            raise error("", f"no {key!r}: every task names its function and gives hints")
+    for key, value in entry.items():
+        valid, wanted = TASK_TYPES[key]
+        if not valid(value):
+            raise error(key, f"{key} = {value!r}: expected {wanted}")
     return Task(
-        entry["function"],
-        tuple(entry["hints"]),
-        tuple(entry.get("cap", {}).items()),
-        entry.get("reference", ""),
-        entry.get("previous", ""),
-        entry.get("problem", ""),
-        entry.get("parallel", False),
-        entry.get("kind", ""),
-        entry.get("baseline", "naive"),
-        tuple(entry.get("no_gain", {}).items()),
+        function=entry["function"],
+        hints=tuple(entry["hints"]),
+        caps=tuple(entry.get("cap", {}).items()),
+        reference=entry.get("reference", ""),
+        previous=entry.get("previous", ""),
+        problem=entry.get("problem", ""),
+        parallel=entry.get("parallel", False),
+        kind=entry.get("kind", ""),
+        baseline=entry.get("baseline", "naive"),
+        no_gain=tuple(entry.get("no_gain", {}).items()),
+        shape=tuple(entry.get("shape", ())),
     )
 
 
@@ -151,22 +237,53 @@ class Kata:
             return find(kata_id), function
         return self, name
 
-    def tasks_of_kind(self, *kinds: str) -> list[Task]:
-        return [t for t in self.tasks if t.kind in kinds]
+
+def parse(text: str, path: Path = MANIFEST) -> tuple[Kata, ...]:
+    """The katas of a manifest's `text`, checked against the schema (KATA_KEYS,
+    TASK_KEYS, TASK_TYPES): an entry the harness would misread raises ManifestError,
+    which names `path` and the line."""
+    data = tomllib.loads(text)
+    unknown = sorted(set(data) - {"kata"})
+    if unknown:
+        raise ManifestError(f"{path}: unknown top-level key(s) {unknown}: only [[kata]]")
+    found = []
+    for entry in data.get("kata", []):
+        kata_id = entry.get("id", "?")
+        unknown = sorted(set(entry) - KATA_KEYS)
+        if unknown:
+            line = _line(text, str(kata_id), key=unknown[0])
+            raise ManifestError(
+                f"{path}:{line}: kata {kata_id}: unknown key(s) {unknown}; the keys are "
+                f"{sorted(KATA_KEYS)}"
+            )
+        missing = sorted(KATA_KEYS - set(entry))
+        if missing or not all(isinstance(entry[k], str) for k in ("id", "title", "module")):
+            line = _line(text, str(kata_id))
+            raise ManifestError(
+                f"{path}:{line}: kata {kata_id}: a kata has a string id, title and module, "
+                "and at least one [[kata.task]]"
+            )
+        found.append(
+            Kata(
+                id=kata_id,
+                title=entry["title"],
+                module=entry["module"],
+                tasks=tuple(_task(kata_id, task, text, path) for task in entry["task"]),
+            )
+        )
+    return tuple(found)
 
 
 @cache
 def katas() -> tuple[Kata, ...]:
-    data = tomllib.loads(MANIFEST.read_text())
-    return tuple(
-        Kata(
-            id=k["id"],
-            title=k["title"],
-            module=k["module"],
-            tasks=tuple(_task(k["id"], t) for t in k["task"]),
-        )
-        for k in data["kata"]
-    )
+    return parse(MANIFEST.read_text())
+
+
+def line_of(kata: Kata, function: str = "", key: str = "") -> str:
+    """Where a lint error points: "katas/manifest.toml:LINE" of a kata's id, of one of
+    its tasks, or of a key of either."""
+    line = _line(MANIFEST.read_text(), kata.id, function, key)
+    return f"{MANIFEST.relative_to(ROOT)}:{line}"
 
 
 def find(key: str | int) -> Kata:

@@ -1,4 +1,5 @@
-"""The katas' problems (matmul, matmul + relu): the harness's own graphs, inputs and answers.
+"""The katas' problems (matmul, matmul + relu, conv): the harness's own graphs, inputs and
+answers, each behind one interface, `Problem`.
 
 The harness never trusts the learner's graph to check the learner's kernel: it builds its
 own graph for each problem, makes the inputs, and computes the answer with numpy in float64.
@@ -7,13 +8,53 @@ own graph for each problem, makes the inputs, and computes the answer with numpy
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 if TYPE_CHECKING:
     from xtc.graphs.xtc.graph import XTCGraph
+
+
+class Problem(Protocol):
+    """What the harness reads of a problem, whatever its operator: every generic path
+    (schedule checks, spec application, shape checks, search, race, show) reads these,
+    never a matmul's names. `Matmul` and `Conv2D` implement it; a new problem shape is
+    any class that does (CONTRIBUTING.md)."""
+
+    #: The graph's name (a C identifier: the kernel's symbol) and a label for messages.
+    name: str
+    label: str
+    #: The multiply-adds of one call: the work every % of peak is measured against.
+    fmas: int
+    #: The node a scheduler schedules, and the axes of its loop nest with their sizes.
+    scheduled_node: str
+    axis_sizes: dict[str, int]
+    #: The loops that sum into one output element: never parallel, never vectorized.
+    reduction_axes: tuple[str, ...]
+    #: The output's axis that is contiguous in memory (a vector tile's), and its other
+    #: axes, one of which a register tile unrolls.
+    vector_axis: str
+    tile_axes: tuple[str, ...]
+    input_shapes: list[tuple[int, ...]]
+    output_shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def dims(self) -> list[str]:
+        """The scheduled node's axes, outermost first (its abstract dims)."""
+        ...
+
+    def backend_options(self, backend: str) -> dict[str, bool]: ...
+
+    def graph(self) -> XTCGraph: ...
+
+    def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]: ...
+
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray: ...
+
+    def error_bound(self, inputs: list[np.ndarray]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -44,11 +85,19 @@ class Matmul:
     scheduled_node = "C"
     #: Its loops that sum into one output element: never parallel, never vectorized.
     reduction_axes = ("k",)
+    #: The output's axis along which C and B are contiguous: the vector tile's.
+    vector_axis = "j"
+    #: The output's other axes, one of which a register tile unrolls (rows of C).
+    tile_axes = ("i",)
 
     @property
     def axis_sizes(self) -> dict[str, int]:
         """Each axis of the scheduled node's loop nest and its size: trip counts follow."""
         return {"i": self.I, "j": self.J, "k": self.K}
+
+    @property
+    def dims(self) -> list[str]:
+        return list(self.axis_sizes)
 
     def backend_options(self, backend: str) -> dict[str, bool]:
         """Options for XTC's Backend. XTC 0.3.2's MLIR backend fuses a consumer only on
@@ -134,6 +183,11 @@ class Conv2D:
     #: Its loops that sum into one output element (xtc/graphs/xtc/operators.py: conv2d's
     #: dims_kind("R") is r, s, c).
     reduction_axes = ("r", "s", "c")
+    #: The output channels: contiguous in the output and in the weights (NHWF, RSCF).
+    vector_axis = "f"
+    #: The output columns or rows a register tile unrolls: each step reads its own pixel
+    #: of the image and shares the weights' vector with the others.
+    tile_axes = ("w", "h")
     relu = False
 
     @property
@@ -141,6 +195,10 @@ class Conv2D:
         """Each axis of the conv node's loop nest and its size: trip counts follow."""
         sizes = (self.N, self.H, self.W, self.F, self.R, self.S, self.C)
         return dict(zip("bhwfrsc", sizes, strict=True))
+
+    @property
+    def dims(self) -> list[str]:
+        return list(self.axis_sizes)
 
     @property
     def name(self) -> str:
@@ -287,11 +345,8 @@ RESNET18_02 = Conv2D(1, 56, 56, 64, 3, 3, 64, stride=1, pad=1, layer="ResNet18_0
 #: race's short samples to find both cores free on a busy machine (timing.py). On the
 #: whole layer, under a CPU hog, one solution read 57x and its identical reference 112x.
 RESNET18_02_ROWS8 = Conv2D(1, 8, 56, 64, 3, 3, 64, stride=1, pad=1, layer="ResNet18_02 8 rows")
-#: Any problem the harness races: the same interface (graph, inputs, reference, ...).
-Problem = Matmul | Conv2D
-
 #: The problems by the names the manifest's `problem` keys use.
-PROBLEMS = {
+PROBLEMS: dict[str, Problem] = {
     "tutorial": TUTORIAL,
     "split": SPLIT,
     "large": LARGE,

@@ -21,7 +21,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from xtc_katas.checks.learner_schedules import apply_large
+from xtc_katas.checks.learner_schedules import kind_of
 from xtc_katas.checks.speed_race import compile_solution, cores, race
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata, Task, katas
@@ -48,11 +48,13 @@ def race_task(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) ->
     """[(label, Race, cap)] of one side-by-side run of this task."""
     problem = PROBLEMS[task.problem]
     cap = task.cap(backend.name)
-    if task.kind == "large":
+    if kind_of(task).numpy_race:
         solution = loader.load(kata, solution=True)
         found = []
         for threads in LARGE_THREADS:
-            impl, scheduler = apply_large(kata, solution, backend, problem, threads)
+            impl, scheduler = kind_of(task).schedule(
+                kata, solution, task.function, backend, problem, threads=threads
+            )
             module = workdir.compile(impl, scheduler.schedule(), stem=f"large_{threads}")
             numpy_race = NumpyRace({"reference": module}, problem, threads).run()
             ratio = numpy_race.ratio("reference")
@@ -93,7 +95,7 @@ def machine_rows(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> li
     for kata, task in calibrated_tasks():
         labels = (
             [f"{task.function} {t}T" for t in LARGE_THREADS]
-            if task.kind == "large"
+            if kind_of(task).numpy_race
             else [task.function]
         )
         for label in labels:

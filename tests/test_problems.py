@@ -1,0 +1,40 @@
+"""Every problem implements the one `Problem` interface, and the generic paths read it:
+a spec on a conv is applied to the conv's node and axes, not to a matmul's."""
+
+import pytest
+
+from xtc_katas.kata.manifest import find
+from xtc_katas.kata.problems import PROBLEMS, RESNET18_02, Problem
+from xtc_katas.measure.backends import KataBackend
+
+#: The interface's members: its annotated attributes, and its methods and properties.
+MEMBERS = sorted(
+    {*Problem.__annotations__}
+    | {name for name in vars(Problem) if not name.startswith("_") and name != "dims"}
+    | {"dims"}
+)
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_every_problem_has_every_member_of_the_interface(name):
+    problem = PROBLEMS[name]
+    missing = [member for member in MEMBERS if not hasattr(problem, member)]
+    assert not missing, f"{name}: {missing}"
+    assert problem.dims == list(problem.axis_sizes)
+    assert set(problem.reduction_axes) <= set(problem.dims)
+    assert {problem.vector_axis, *problem.tile_axes} <= set(problem.dims) - set(
+        problem.reduction_axes
+    )
+
+
+def test_a_spec_is_applied_to_the_problems_own_node_and_axes():
+    from xtc_katas.checks.learner_schedules import schedule_spec
+    from xtc_katas.checks.schedule import ScheduleMistake
+
+    spec = {axis: {} for axis in RESNET18_02.dims}
+    _, scheduler = schedule_spec(find(11), spec, "spec()", KataBackend("mlir"), RESNET18_02)
+    assert list(scheduler.get_loop_nest().abstract_dims) == RESNET18_02.dims
+    # the conv's reductions are r, s, c: vectorizing c is named as a race
+    spec = {**{a: {} for a in RESNET18_02.dims[:-1]}, "c": {"vectorize": True}}
+    with pytest.raises(ScheduleMistake, match="iterates the reduction axis 'c'"):
+        schedule_spec(find(11), spec, "spec()", KataBackend("mlir"), RESNET18_02)

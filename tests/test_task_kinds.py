@@ -1,0 +1,58 @@
+"""The registry of task kinds: every kind one class, every dispatch on a kind a lookup
+there (checks/learner_schedules.py), never a comparison of kind names elsewhere."""
+
+import re
+
+import pytest
+
+from xtc_katas import ROOT
+from xtc_katas.checks.learner_schedules import KINDS, NO_KIND, apply_task, kind_of, tasks_where
+from xtc_katas.kata.manifest import find, katas
+from xtc_katas.kata.problems import TUTORIAL
+from xtc_katas.measure.backends import KataBackend
+
+#: What reads a task's kind by name: only the registry and the manifest may.
+DISPATCH = re.compile(r"\.kind\s*(==|!=|in\b|not in\b)|tasks_of_kind\(|SCHEDULE_KINDS|SHOWN_KINDS")
+ALLOWED = {"xtc_katas/checks/learner_schedules.py", "xtc_katas/kata/manifest.py"}
+
+
+def test_no_kind_dispatch_outside_the_registry():
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "xtc_katas").rglob("*.py"))
+        if str(path.relative_to(ROOT)) not in ALLOWED
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if DISPATCH.search(line)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_every_task_has_its_kinds_class():
+    for kata in katas():
+        for task in kata.tasks:
+            kind = kind_of(task)
+            assert kind is (KINDS[task.kind] if task.kind else NO_KIND)
+
+
+def test_the_commands_flags_pick_the_tasks_they_served_by_name():
+    # What show, report, explore and calibration served before the registry, by kind name.
+    shown = {t.function for k in katas() for t in tasks_where(k, "shown")}
+    assert {"compile_baseline", "schedule_split", "split_spec", "candidate_specs"} <= shown
+    assert {"make_strategy", "schedule_large", "conv_strategy"} <= shown
+    assert not {"explore", "explore_strategy", "make_optimizer", "matmul_graph"} & shown
+    raced = {t.function for k in katas() for t in tasks_where(k, "raced")}
+    assert raced == {t.function for k in katas() for t in k.tasks if t.kind in ("schedule", "spec")}
+    assert [t.function for k in katas() for t in tasks_where(k, "numpy_race")] == ["schedule_large"]
+    explored = {t.function: kind_of(t).explored for k in katas() for t in k.tasks}
+    assert explored["explore"] == explored["explore_strategy"] == "search"
+    assert explored["make_optimizer"] == "optimizer"
+
+
+def test_a_task_whose_kind_builds_nothing_says_so():
+    kata = find(6)
+    with pytest.raises(LookupError, match=r"06_explore.explore is of kind 'search'"):
+        apply_task(kata, object(), "explore", KataBackend("mlir"), TUTORIAL)
+    with pytest.raises(LookupError, match="unfused twin"):
+        kind_of(kata.task("explore")).schedule_pair(
+            kata, object(), "explore", KataBackend("mlir"), TUTORIAL
+        )
