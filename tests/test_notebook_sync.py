@@ -260,3 +260,12 @@ def test_a_run_never_outlives_the_notebook_without_its_lock(root: Path, how: str
             import shutil
 
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_a_lock_whose_holder_file_cannot_be_written_is_released(root: Path) -> None:
+    (root / ".xtc-katas" / "run.lock.holder").mkdir(parents=True)  # write_text: an OSError
+    with pytest.raises(OSError):
+        RunLock("the notebook", root).acquire()
+    (root / ".xtc-katas" / "run.lock.holder").rmdir()
+    with run_lock("the next run", root):  # not left held
+        pass
