@@ -22,7 +22,7 @@ import pytest
 from xtc_katas import ROOT
 from xtc_katas.kata.manifest import find
 from xtc_katas.notebook import browser
-from xtc_katas.notebook.server import answers
+from xtc_katas.notebook.server import answers, start_logged
 from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 KATA = find(4)
@@ -87,32 +87,16 @@ def test_the_app_run_headless_shows_the_verdicts_and_the_chart(tmp_path: Path) -
     assert 'data-task=\\"schedule_vectorize\\" data-state=\\"not run' in page
 
 
-def start_notebook(repo: Path) -> tuple[subprocess.Popen[str], str]:
-    """`xtc-katas notebook 4 --no-browser` in the copy: the process and its printed URL."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "xtc_katas", "notebook", "4", "--no-browser"],
-        cwd=repo,
-        env=app_env(repo),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert process.stdout is not None
-    deadline = time.monotonic() + 120
-    seen = []
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line and process.poll() is not None:
-            break
-        seen.append(line)
-        found = re.search(r"notebook for 04_scheduling: (http://127\.0\.0\.1:\d+/\S+)", line)
-        if found:
-            return process, found.group(1)
-    process.kill()
-    raise AssertionError("the notebook printed no URL:\n" + "".join(seen))
+def start_notebook(repo: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`xtc-katas notebook 4 --no-browser` in the copy: the process and its printed URL
+    (its output in a file beside the copy: a pipe nobody reads would block marimo)."""
+    command = [sys.executable, "-m", "xtc_katas", "notebook", "4", "--no-browser"]
+    process, url = start_logged(command, repo, app_env(repo), repo.parent / "notebook.log")
+    assert re.match(r"http://127\.0\.0\.1:\d+/\S+", url), url
+    return process, url
 
 
-def stop_notebook(process: subprocess.Popen[str]) -> None:
+def stop_notebook(process: subprocess.Popen[bytes]) -> None:
     process.send_signal(signal.SIGTERM)
     try:
         process.wait(30)

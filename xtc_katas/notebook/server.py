@@ -10,6 +10,7 @@ check is switched off: the app must start the same with no network.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import socket
@@ -104,6 +105,28 @@ def start(
         time.sleep(0.3)
     server.stop()
     raise RuntimeError(f"marimo's server did not answer on {base} within {START_TIMEOUT:.0f} s")
+
+
+def start_logged(
+    command: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: float = 120.0
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`xtc-katas notebook ...` started with its output in the file `log` (never a pipe:
+    marimo keeps logging, and a pipe nobody reads blocks the server once full): the
+    process and the URL it prints; RuntimeError with the log if none comes."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=out)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(r"notebook for \S+: (http://\S+)", log.read_text(errors="replace"))
+        if found:
+            return process, found.group(1)
+        if process.poll() is not None:
+            break
+        time.sleep(0.2)
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    raise RuntimeError("the notebook printed no URL:\n" + log.read_text(errors="replace"))
 
 
 def has_display() -> bool:
