@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from xtc_katas.kata import progress
+from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.run_lock import RunBusy, RunLock, holder, run_lock
 from xtc_katas.notebook import runner, stub_sync
@@ -33,7 +33,10 @@ def schedule_interchange(sch):
 """
 
 
-def test_a_save_writes_the_file_and_keeps_the_previous_version(root: Path) -> None:
+def test_a_save_writes_the_file_and_keeps_the_previous_version(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stubs.time, "strftime", lambda *_: "20260101-120000")  # one second
     loaded = stub_sync.load(KATA, root)
     before = loaded.text
     saved, backup = stub_sync.save(KATA, loaded, before + ANSWER, root)
@@ -44,6 +47,7 @@ def test_a_save_writes_the_file_and_keeps_the_previous_version(root: Path) -> No
     # a second save in the same second keeps its own backup
     _, second = stub_sync.save(KATA, saved, before, root)
     assert second is not None and second != backup and second.read_text() == before + ANSWER
+    assert second.name == backup.stem + "-2.py"
     assert not list(KATA.stub_path(root).parent.glob("*.tmp"))
 
 
@@ -269,3 +273,21 @@ def test_a_lock_whose_holder_file_cannot_be_written_is_released(root: Path) -> N
     (root / ".xtc-katas" / "run.lock.holder").rmdir()
     with run_lock("the next run", root):  # not left held
         pass
+
+
+def test_a_change_on_disk_during_the_save_is_not_overwritten(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded = stub_sync.load(KATA, root)
+    other = loaded.text + "\n# saved by another editor meanwhile\n"
+    chmod = stub_sync.os.chmod
+
+    def racing_chmod(*args: object, **kwargs: object) -> None:  # another save lands now
+        KATA.stub_path(root).write_text(other)
+        chmod(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stub_sync.os, "chmod", racing_chmod)
+    with pytest.raises(stub_sync.SaveRefused, match="changed on disk"):
+        stub_sync.save(KATA, loaded, loaded.text + ANSWER, root)
+    assert KATA.stub_path(root).read_text() == other
+    assert not list(KATA.stub_path(root).parent.glob("*.tmp"))
