@@ -191,3 +191,60 @@ def test_a_learner_solves_a_task_in_a_real_browser(tmp_path: Path) -> None:
     assert code == 1
     first = next(line for line in shown.splitlines() if line.strip())
     assert first.strip() in printed, (first, printed[-3000:])
+
+
+def _pytest_pids(marker: str) -> list[int]:
+    """Processes whose command line holds `marker` (pytest's --junitxml path)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker in (proc / "cmdline").read_bytes().decode():
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.mark.slow
+def test_stopping_the_notebook_mid_run_stops_its_pytest_and_frees_the_lock(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM to `xtc-katas notebook` while a run goes on: marimo exits, its pytest (and
+    kernels) are stopped with it, the run lock is free and no scratch dir is left."""
+    chromium = chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    from xtc_katas.kata.run_lock import run_lock
+
+    repo = copy_repository(tmp_path)
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    env = {**app_env(repo), "TMPDIR": str(scratch_root)}
+    command = [sys.executable, "-m", "xtc_katas", "notebook", "4", "--no-browser"]
+    process, url = start_logged(command, repo, env, tmp_path / "notebook.log")
+    pids: list[int] = []
+    try:
+        with sync_playwright() as playwright:
+            chrome = browser.launch(playwright, chromium)
+            page = chrome.new_page(viewport={"width": 1280, "height": 1000})
+            page.goto(url)
+            page.get_by_role("button", name="Run tests").click(timeout=120_000)
+            deadline = time.monotonic() + 90
+            while not pids and time.monotonic() < deadline:
+                pids = _pytest_pids(f"--junitxml={scratch_root}/xtc-katas-notebook-")
+                time.sleep(0.2)
+            assert pids, "the run did not start"
+            chrome.close()
+    finally:
+        stop_notebook(process)
+    try:
+        deadline = time.monotonic() + 15
+        while _pytest_pids(str(scratch_root)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _pytest_pids(str(scratch_root)), "pytest outlived the notebook"
+        assert not list(scratch_root.glob("xtc-katas-notebook-*"))
+        with run_lock("the next run", repo):
+            pass
+    finally:
+        for pid in _pytest_pids(str(scratch_root)):
+            os.killpg(pid, signal.SIGKILL)

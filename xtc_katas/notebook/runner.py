@@ -189,7 +189,9 @@ class KataRun:
     so the lock stays held while it lives, even if this process ends first. `cancel()`
     stops pytest and its children (kernels run in forked children): SIGTERM to its
     process group, SIGKILL after TERM_GRACE seconds; the lock is released as it ends.
-    Runs still going when the process exits (the server stopped) are stopped that way.
+    Runs still going when the process exits normally (the server stopped by SIGINT,
+    as server.Server.stop does) are stopped that way; a process killed outright runs
+    no atexit, but its pytest keeps the lock, so no other run races it.
     """
 
     def __init__(

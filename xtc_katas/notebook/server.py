@@ -66,8 +66,12 @@ class Server:
     base: str  # without it
 
     def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGINT, as Ctrl-C: marimo then exits through Python's normal shutdown, so a
+        test run in progress is stopped (runner.stop_all, atexit). Not SIGTERM: uvicorn
+        re-raises it after its own shutdown, killing the process before atexit runs
+        (the run's pytest would keep going; it would keep the run lock with it, though)."""
         if self.process.poll() is None:
-            self.process.terminate()
+            self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
