@@ -1,6 +1,7 @@
 """`xtc-katas`, end to end: each subcommand in a subprocess on a temporary copy of the repo."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -227,7 +228,36 @@ def test_a_second_run_is_refused_while_another_holds_the_repository(repo):
 
     with run_lock("the notebook on 01_peak", repo):
         code, out = cli(repo, "run", "1")
-    assert code == 3, out
+    assert code == 75, out  # EX_TEMPFAIL: not one of pytest's codes, which `run` passes on
     assert "another run of the katas' tests is in progress (the notebook on 01_peak" in out
     code, out = cli(repo, "run", "1")
     assert code == 1 and "01_peak: not started" in out
+
+
+def test_status_shows_the_recorded_table_while_another_run_holds_the_repository(repo):
+    from xtc_katas.kata.run_lock import run_lock
+
+    with run_lock("the notebook on 01_peak", repo):
+        code, out = cli(repo, "status")
+    assert code == 0, out
+    assert "another run is in progress (the notebook on 01_peak" in out
+    assert re.search(r"^01_peak +not run +0/3", out, re.M), out  # the recorded table
+    assert out.count("running the tests of") == 1, out  # no run of its own after the note
+
+
+def test_watch_waits_for_the_next_change_while_another_run_holds_the_repository(repo):
+    """A busy lock never ends watch: it names the holder and tries again at the next
+    change (here Enter, --manual); it ends on q/EOF as always."""
+    from xtc_katas.kata.run_lock import run_lock
+
+    with run_lock("the notebook on 01_peak", repo):
+        code, out = cli(repo, "watch", "1", "--manual", "--max-runs", "1", stdin="\n")
+    assert code == 0, out
+    assert out.count("running the tests of 01_peak") == 2, out
+    assert out.count("another run is in progress (the notebook on 01_peak") == 2, out
+    assert "the tests run when you next save" in out
+
+
+def test_help_documents_the_busy_exit_code(repo):
+    code, out = cli(repo, "--help")
+    assert code == 0 and "75 (EX_TEMPFAIL)" in out

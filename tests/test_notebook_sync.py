@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from xtc_katas.kata import progress
+from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.run_lock import RunBusy, RunLock, holder, run_lock
 from xtc_katas.notebook import runner, stub_sync
@@ -33,7 +33,10 @@ def schedule_interchange(sch):
 """
 
 
-def test_a_save_writes_the_file_and_keeps_the_previous_version(root: Path) -> None:
+def test_a_save_writes_the_file_and_keeps_the_previous_version(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stubs.time, "strftime", lambda *_: "20260101-120000")  # one second
     loaded = stub_sync.load(KATA, root)
     before = loaded.text
     saved, backup = stub_sync.save(KATA, loaded, before + ANSWER, root)
@@ -44,6 +47,7 @@ def test_a_save_writes_the_file_and_keeps_the_previous_version(root: Path) -> No
     # a second save in the same second keeps its own backup
     _, second = stub_sync.save(KATA, saved, before, root)
     assert second is not None and second != backup and second.read_text() == before + ANSWER
+    assert second.name == backup.stem + "-2.py"
     assert not list(KATA.stub_path(root).parent.glob("*.tmp"))
 
 
@@ -128,3 +132,162 @@ def test_a_crashed_run_names_the_kata_the_signal_and_what_to_do() -> None:
     assert message.startswith("04_scheduling: the test run crashed (pytest was killed by SIGSEGV)")
     assert "the notebook is fine" in message and "xtc-katas run 4" in message
     assert "exit code 3" in runner._crash_message(KATA, 3)
+
+
+def test_a_one_task_run_leaves_out_the_tests_of_longer_names_containing_it() -> None:
+    def k(kata: int, task: str) -> str:
+        args = runner.pytest_command(find(kata), Path("j.xml"), task=task)
+        return args[args.index("-k") + 1]
+
+    assert k(11, "schedule_conv") == "schedule_conv and not schedule_conv_parallel"
+    assert k(11, "schedule_conv_parallel") == "schedule_conv_parallel"
+    assert k(4, "schedule_interchange") == "schedule_interchange"
+
+
+def test_a_run_pytest_ends_badly_shows_what_pytests_exit_code_means() -> None:
+    message = runner._exit_problem(KATA, 5)
+    assert message.startswith("04_scheduling: pytest ended with exit code 5 (no tests collected)")
+    assert "(usage error)" in runner._exit_problem(KATA, 4)
+
+
+# A stand-in for pytest that ignores SIGTERM, prints a line, then sleeps.
+STUBBORN = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "print('started', flush=True); time.sleep(120)"
+)
+
+
+def _scratch_dirs() -> set[Path]:
+    import tempfile
+
+    return set(Path(tempfile.gettempdir()).glob("xtc-katas-notebook-*"))
+
+
+def _started(run: runner.KataRun) -> None:
+    deadline = time.monotonic() + 30
+    while "started" not in run.lines:
+        assert time.monotonic() < deadline and run.running, run.lines
+        time.sleep(0.05)
+
+
+def test_cancel_kills_a_pytest_that_ignores_sigterm_and_frees_the_lock(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    before = _scratch_dirs()
+    monkeypatch.setattr(runner, "TERM_GRACE", 0.5)
+    monkeypatch.setattr(runner, "pytest_command", lambda *_: [sys.executable, "-c", STUBBORN])
+    run = runner.KataRun(KATA, root=root).start()
+    _started(run)
+    with pytest.raises(RunBusy):  # the run holds the repository's lock
+        RunLock("another", root).acquire()
+    started = time.monotonic()
+    run.cancel()
+    result = run.wait(30)
+    assert result is not None and result.cancelled and result.returncode == -9
+    assert time.monotonic() - started < 10
+    with run_lock("the next run", root):  # free again
+        pass
+    assert _scratch_dirs() <= before
+
+
+def test_a_cancel_after_pytest_ended_is_no_cancel(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setattr(runner, "pytest_command", lambda *_: [sys.executable, "-c", "pass"])
+    run = runner.KataRun(KATA, root=root).start()
+    assert run._process is not None
+    run._process.wait()
+    run.cancel()  # between pytest's end and the reader's: nothing to stop
+    result = run.wait(30)
+    assert result is not None and not result.cancelled
+
+
+def test_a_failed_start_leaves_no_scratch_dir_and_no_lock(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _scratch_dirs()
+    monkeypatch.setattr(runner, "pytest_command", lambda *_: ["/nonexistent/python"])
+    with pytest.raises(OSError):
+        runner.KataRun(KATA, root=root).start()
+    assert _scratch_dirs() <= before
+    with run_lock("the next run", root):
+        pass
+
+
+PARENT = """
+import os, sys, time
+from pathlib import Path
+from xtc_katas.kata.manifest import find
+from xtc_katas.notebook import runner
+runner.TERM_GRACE = 0.5
+runner.pytest_command = lambda *_: [sys.executable, "-c", {child!r}]
+run = runner.KataRun(find(4), root=Path({root!r})).start()
+while "started" not in run.lines:
+    time.sleep(0.05)
+print(run._process.pid, run._scratch, flush=True)
+if sys.argv[1] == "crash":
+    os._exit(0)  # no atexit: pytest keeps the lock
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "crash"])
+def test_a_run_never_outlives_the_notebook_without_its_lock(root: Path, how: str) -> None:
+    """The server (or kernel) exits during a run: its pytest is stopped with it (atexit);
+    if it dies without atexit, its pytest keeps the lock, so no other run races it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = PARENT.format(child=STUBBORN, root=str(root))
+    out = subprocess.run(
+        [sys.executable, "-c", script, how], capture_output=True, text=True, timeout=60
+    )
+    pid, scratch = out.stdout.split()
+    try:
+        if how == "exit":
+            with pytest.raises(ProcessLookupError):
+                os.kill(int(pid), 0)
+            assert not Path(scratch).exists()
+            with run_lock("the next run", root):
+                pass
+        else:
+            with pytest.raises(RunBusy):
+                RunLock("the next run", root).acquire()
+    finally:
+        if how == "crash":
+            os.killpg(int(pid), signal.SIGKILL)
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_a_lock_whose_holder_file_cannot_be_written_is_released(root: Path) -> None:
+    (root / ".xtc-katas" / "run.lock.holder").mkdir(parents=True)  # write_text: an OSError
+    with pytest.raises(OSError):
+        RunLock("the notebook", root).acquire()
+    (root / ".xtc-katas" / "run.lock.holder").rmdir()
+    with run_lock("the next run", root):  # not left held
+        pass
+
+
+def test_a_change_on_disk_during_the_save_is_not_overwritten(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded = stub_sync.load(KATA, root)
+    other = loaded.text + "\n# saved by another editor meanwhile\n"
+    chmod = stub_sync.os.chmod
+
+    def racing_chmod(*args: object, **kwargs: object) -> None:  # another save lands now
+        KATA.stub_path(root).write_text(other)
+        chmod(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stub_sync.os, "chmod", racing_chmod)
+    with pytest.raises(stub_sync.SaveRefused, match="changed on disk"):
+        stub_sync.save(KATA, loaded, loaded.text + ANSWER, root)
+    assert KATA.stub_path(root).read_text() == other
+    assert not list(KATA.stub_path(root).parent.glob("*.tmp"))

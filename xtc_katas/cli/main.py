@@ -22,12 +22,14 @@ from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import Kata, Task, find, katas
 from xtc_katas.kata.progress import BestFigure, KataStatus, kata_status
 from xtc_katas.kata.run_lock import RunBusy, run_lock
+from xtc_katas.kata.run_lock import holder as run_lock_holder
 from xtc_katas.measure.backends import BACKENDS
 from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
 
 HINT_STATE = progress.cache_file(key="xtc-katas/hints")
-#: `watch` waits this long for another run (the notebook's, a `run`) to end before giving up.
-WATCH_WAIT = 600.0
+#: The exit code when another run holds the repository's lock: EX_TEMPFAIL (try again
+#: later), distinct from pytest's own codes 0-5 that `run` passes through.
+BUSY_EXIT = 75
 
 
 def pytest_kata(
@@ -37,7 +39,7 @@ def pytest_kata(
 
     Under the repository's run lock (kata/run_lock.py), shared with the notebook: two
     runs at once would race each other's timings. `wait`: seconds to wait for a run in
-    progress, then RunBusy (main prints its message).
+    progress, then RunBusy (main prints its message and exits with BUSY_EXIT).
     """
     args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", *extra]
     with run_lock(f"xtc-katas on {kata.id}", wait=wait):
@@ -50,14 +52,26 @@ def pytest_kata(
 
 
 def collect_statuses(run_tests: bool = True) -> list[KataStatus]:
-    """Every kata's status; runs pytest on katas in order until the first unfinished one."""
+    """Every kata's status; runs pytest on katas in order until the first unfinished one.
+
+    While another run holds the repository's lock, it runs nothing: it says so on
+    stderr and shows the recorded results."""
     statuses = []
     blocked = False
     for kata in katas():
         status = kata_status(kata, progress.read())
         if run_tests and not blocked and status.state != "passing":
             print(f"running the tests of {kata.id} ...", file=sys.stderr, flush=True)
-            pytest_kata(kata)
+            try:
+                pytest_kata(kata)
+            except RunBusy:
+                run_tests = False
+                who = run_lock_holder() or "another run"
+                print(
+                    f"another run is in progress ({who}): the recorded results, not run now",
+                    file=sys.stderr,
+                    flush=True,
+                )
             status = kata_status(kata, progress.read())
         blocked = blocked or status.state != "passing"
         statuses.append(status)
@@ -230,7 +244,18 @@ def cmd_watch(args: argparse.Namespace) -> int:
     runs = 0
     while True:
         print(f"running the tests of {kata.id} ...", flush=True)
-        pytest_kata(kata, extra, wait=WATCH_WAIT)
+        try:
+            pytest_kata(kata, extra)
+        except RunBusy:  # never quit for it: try again at the next save
+            who = run_lock_holder() or "another run"
+            print(
+                f"another run is in progress ({who}): not run now; the tests run when you "
+                f"next save. Watching katas/{kata.id}/ (Ctrl-C to stop)",
+                flush=True,
+            )
+            if not wait_for_change(kata.folder(), args.manual):
+                return 0
+            continue
         runs += 1
         status = kata_status(kata, progress.read())
         print(status_line(status), flush=True)
@@ -346,7 +371,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="xtc-katas", description="Learn performance engineering with XTC, kata by kata."
+        prog="xtc-katas",
+        description="Learn performance engineering with XTC, kata by kata.",
+        epilog=f"Exit codes: `run` passes pytest's through (0 all passed, 1 some failed, "
+        f"2-5 pytest's own errors); 2 for an unknown kata; {BUSY_EXIT} (EX_TEMPFAIL) when "
+        "another run of the tests (the notebook's, a `run`) holds the repository: one "
+        "run at a time. `status` then shows the recorded results and `watch` runs at "
+        "the next save.",
     )
     sub = parser.add_subparsers(dest="command")
     status = sub.add_parser("status", help="progress table and the next step (the default)")
@@ -421,4 +452,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except RunBusy as exc:
         print(f"xtc-katas: {exc}", file=sys.stderr)
-        return 3
+        return BUSY_EXIT

@@ -5,7 +5,8 @@ and assumes the cores are its own) and both write the progress record at their e
 The lock is a file under `.xtc-katas/` held through `filelock` (an OS-level lock:
 released by the kernel when its process dies, so a crashed run never leaves the
 repository locked). Whoever holds it is written beside it, for the message the next
-runner prints.
+runner prints. The notebook hands the lock's descriptor to its pytest (`fileno()`): the
+lock then stays held while that pytest lives, even if the notebook's server stops first.
 """
 
 from __future__ import annotations
@@ -50,7 +51,22 @@ class RunLock:
         self.root = root
         path = lock_path(root)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(path, thread_local=False)
+        self._fd: int | None = None
+        # filelock runs `_took` once it holds the lock; if it raises (the holder file
+        # cannot be written), filelock releases the lock again before re-raising.
+        self._lock = FileLock(path, thread_local=False, on_acquired=self._took)
+
+    def _took(self, fd: int) -> None:
+        _holder_path(self.root).write_text(
+            f"{self.what}, pid {os.getpid()}, since {time.strftime('%H:%M:%S')}\n"
+        )
+        self._fd = fd
+
+    def fileno(self) -> int:
+        """The held lock's descriptor: a child given it (`pass_fds`) keeps the lock held."""
+        if self._fd is None or not self._lock.is_locked:
+            raise RuntimeError("the run lock is not held")
+        return self._fd
 
     def acquire(self, wait: float = 0.0) -> None:
         """Take it, waiting `wait` seconds at most (0: not at all); else RunBusy."""
@@ -63,13 +79,11 @@ class RunLock:
                 "time, so that two never race each other's timings. Wait for it to end "
                 "(or stop it), then run again."
             ) from None
-        _holder_path(self.root).write_text(
-            f"{self.what}, pid {os.getpid()}, since {time.strftime('%H:%M:%S')}\n"
-        )
 
     def release(self) -> None:
         if not self._lock.is_locked:
             return
+        self._fd = None
         with contextlib.suppress(OSError):
             _holder_path(self.root).unlink()
         self._lock.release()

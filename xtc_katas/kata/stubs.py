@@ -120,10 +120,14 @@ def backup_stub(kata: Kata, root: Path = ROOT) -> Path | None:
     folder = backups_folder(root)
     folder.mkdir(parents=True, exist_ok=True)
     base = f"{kata.id}-{stub.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
-    backup = folder / f"{base}.py"
-    count = 1
-    while backup.exists():
-        count += 1
-        backup = folder / f"{base}-{count}.py"
-    shutil.copy2(stub, backup)
+    backup, count = folder / f"{base}.py", 1
+    while True:  # "x": created here or not at all, so two saves never share a backup
+        try:
+            with backup.open("xb") as out, stub.open("rb") as source:
+                shutil.copyfileobj(source, out)
+            break
+        except FileExistsError:
+            count += 1
+            backup = folder / f"{base}-{count}.py"
+    shutil.copystat(stub, backup)
     return backup

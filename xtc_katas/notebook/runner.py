@@ -15,8 +15,11 @@ pytest prints it, from pytest's own JUnit XML report.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from xtc_katas import ROOT
 from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import Kata
@@ -37,6 +42,8 @@ from xtc_katas.kata.run_lock import RunLock
 #: One line of `pytest -v` per finished test: its node id and outcome.
 TEST_LINE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)")
 COLLECTED = re.compile(r"collected (\d+) items?(?: / (\d+) deselected)?")
+#: Seconds pytest has to end after SIGTERM (cancel, the server stopping) before SIGKILL.
+TERM_GRACE = 5.0
 
 
 @dataclass(frozen=True)
@@ -86,14 +93,17 @@ def pytest_command(
 ) -> list[str]:
     """The learner's command (`pytest katas/NN_name`), verbose for the progress lines,
     with pytest's JUnit report for the failure texts; `quick` leaves the races out,
-    `task` keeps one function's tests (`-k`: every test's name contains its function)."""
+    `task` keeps one function's tests (`-k`: every test's name contains its function;
+    the tests of a longer function containing that name, e.g. `schedule_conv_parallel`
+    for `schedule_conv`, are left out as in `stubs.functions_checked_by`)."""
     args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", "-v", "--no-header"]
     args += ["-p", "no:warnings", "-o", "console_output_style=classic", f"--junitxml={junit}"]
     if quick:
         args += ["-m", "not perf"]
     args += [f"--backend={b}" for b in backends]
     if task:
-        args += ["-k", task]
+        longer = [t.function for t in kata.tasks if t.function != task and task in t.function]
+        args += ["-k", " and ".join([task, *(f"not {f}" for f in longer)])]
     return args
 
 
@@ -142,6 +152,18 @@ def verdicts(
     return tests, tasks
 
 
+def _exit_problem(kata: Kata, code: int) -> str:
+    """pytest ended with a code other than 0 (all passed) or 1 (some failed)."""
+    try:
+        meaning = pytest.ExitCode(code).name.lower().replace("_", " ")
+    except ValueError:
+        meaning = "not one of pytest's codes"
+    return (
+        f"{kata.id}: pytest ended with exit code {code} ({meaning}): the verdicts below "
+        f"may be incomplete. Run `xtc-katas run {kata.number}` in a terminal to see why."
+    )
+
+
 def _crash_message(kata: Kata, code: int) -> str:
     if code < 0:
         try:
@@ -163,8 +185,13 @@ class KataRun:
 
     `start()` takes the lock (RunBusy if another run holds it) and starts pytest; a
     thread reads its output line by line (`lines`, `done_tests`, `total`) and, when it
-    ends, builds `result` and releases the lock. `cancel()` stops pytest and its
-    children (kernels run in forked children): the lock is released as it ends.
+    ends, builds `result` and releases the lock. pytest is given the lock's descriptor,
+    so the lock stays held while it lives, even if this process ends first. `cancel()`
+    stops pytest and its children (kernels run in forked children): SIGTERM to its
+    process group, SIGKILL after TERM_GRACE seconds; the lock is released as it ends.
+    Runs still going when the process exits normally (the server stopped by SIGINT,
+    as server.Server.stop does) are stopped that way; a process killed outright runs
+    no atexit, but its pytest keeps the lock, so no other run races it.
     """
 
     def __init__(
@@ -190,6 +217,7 @@ class KataRun:
         self._process: subprocess.Popen[str] | None = None
         self._cancelled = False
         self._thread: threading.Thread | None = None
+        self._scratch: Path | None = None
 
     @property
     def running(self) -> bool:
@@ -198,8 +226,9 @@ class KataRun:
     def start(self) -> KataRun:
         lock = RunLock(f"the notebook on {self.kata.id}", self.root)
         lock.acquire()
+        scratch = None
         try:
-            scratch = Path(tempfile.mkdtemp(prefix="xtc-katas-notebook-"))
+            scratch = self._scratch = Path(tempfile.mkdtemp(prefix="xtc-katas-notebook-"))
             junit = scratch / "junit.xml"
             self.started = time.time()
             self._process = subprocess.Popen(
@@ -211,10 +240,14 @@ class KataRun:
                 text=True,
                 bufsize=1,
                 start_new_session=True,  # cancel stops pytest's forked kernels too
+                pass_fds=(lock.fileno(),),  # the lock lives as long as pytest
             )
         except BaseException:
             lock.release()
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
             raise
+        _LIVE.add(self)
         self._thread = threading.Thread(
             target=self._follow, args=(lock, scratch, junit), daemon=True
         )
@@ -227,14 +260,25 @@ class KataRun:
         return self.result
 
     def cancel(self) -> None:
+        """Stop pytest and its process group: SIGTERM, then SIGKILL after TERM_GRACE s.
+        The run shows as cancelled only if pytest did die of a signal."""
         process = self._process
         if process is None or process.poll() is not None:
             return
         self._cancelled = True
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                process.wait(TERM_GRACE)
+            except subprocess.TimeoutExpired:
+                continue
+            # pytest ended; its forked kernels (same group) may linger: SIGKILL them.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            return
 
     def _follow(self, lock: RunLock, scratch: Path, junit: Path) -> None:
         assert self._process is not None and self._process.stdout is not None
@@ -258,13 +302,13 @@ class KataRun:
             )
         finally:
             lock.release()
-            junit.unlink(missing_ok=True)
-            scratch.rmdir()
+            shutil.rmtree(scratch, ignore_errors=True)
+            _LIVE.discard(self)
 
     def _finish(self, code: int, junit: Path) -> RunResult:
         output = "\n".join(self.lines)
         result = RunResult(self.kata.id, code, output, time.time() - self.started)
-        if self._cancelled:
+        if self._cancelled and code < 0:  # not if pytest ended before the signal
             result.cancelled = True
             return result
         if not junit.exists():
@@ -273,7 +317,25 @@ class KataRun:
         result.tests, result.tasks = verdicts(self.kata, read_junit(junit), self.started, self.root)
         if code < 0:
             result.problem = _crash_message(self.kata, code)
+        elif code not in (0, 1):
+            result.problem = _exit_problem(self.kata, code)
         return result
+
+
+#: Runs in progress in this process, stopped when it exits (see stop_all).
+_LIVE: set[KataRun] = set()
+
+
+@atexit.register
+def stop_all() -> None:
+    """Stop every run still going (the server or kernel is shutting down): no pytest
+    outlives the notebook, racing a later run, and no scratch directory is left."""
+    for run in list(_LIVE):
+        run.cancel()
+        if run._thread is not None:
+            run._thread.join(TERM_GRACE)
+        if run._scratch is not None:
+            shutil.rmtree(run._scratch, ignore_errors=True)
 
 
 def run_kata(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from xtc_katas.kata.manifest import find
 from xtc_katas.notebook import browser
+from xtc_katas.notebook.server import start_logged
 from xtc_katas.tools.repo_copy import copy_repository
 
 
@@ -70,18 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _start(repo: Path, command: list[str]) -> tuple[subprocess.Popen[str], str]:
-    """`xtc-katas notebook` in the copy (its own xtc_katas): the process and its URL."""
+def _start(repo: Path, command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """`xtc-katas notebook` in the copy (its own xtc_katas): the process and its URL;
+    its output goes to notebook.log beside the copy (removed with the scratch dir)."""
     env = {**os.environ, "PYTHONPATH": str(repo), "MARIMO_SKIP_UPDATE_CHECK": "1"}
-    process = subprocess.Popen(
-        command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    assert process.stdout is not None
-    for line in process.stdout:
-        found = re.search(r"notebook for \S+: (http://\S+)", line)
-        if found:
-            return process, found.group(1)
-    raise RuntimeError("the notebook printed no URL")
+    return start_logged(command, repo, env, repo.parent / "notebook.log")
 
 
 if __name__ == "__main__":

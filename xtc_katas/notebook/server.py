@@ -3,13 +3,17 @@
 The server is marimo's own (`marimo run`, the app read-only: learners use it, they do
 not edit its cells), in a child process: the command prints the URL (with a fresh access
 token: the app writes the learner's stub, so only who has the URL may use it), opens a
-browser where there is a display, and stops the server on Ctrl-C. marimo's update
-check is switched off: the app must start the same with no network.
+browser where there is a display, and stops the server on Ctrl-C or SIGTERM; a test run
+in progress is stopped with it (runner.stop_all, at the server's exit). The token
+reaches marimo on its stdin (`--token-password-file -`), never on its command line,
+where any local user would read it in `ps`. marimo's update check is switched off: the
+app must start the same with no network.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import socket
@@ -47,10 +51,11 @@ def server_env(kata: Kata) -> dict[str, str]:
     return env
 
 
-def marimo_command(port: int, token: str, host: str = "127.0.0.1") -> list[str]:
+def marimo_command(port: int, host: str = "127.0.0.1") -> list[str]:
+    """marimo's server; it reads the access token on its stdin (see start)."""
     return [
         sys.executable, "-m", "marimo", "run", str(APP), "--headless",
-        "--host", host, "--port", str(port), "--token-password", token,
+        "--host", host, "--port", str(port), "--token-password-file", "-",
     ]  # fmt: skip
 
 
@@ -61,8 +66,12 @@ class Server:
     base: str  # without it
 
     def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGINT, as Ctrl-C: marimo then exits through Python's normal shutdown, so a
+        test run in progress is stopped (runner.stop_all, atexit). Not SIGTERM: uvicorn
+        re-raises it after its own shutdown, killing the process before atexit runs
+        (the run's pytest would keep going; it would keep the run lock with it, though)."""
         if self.process.poll() is None:
-            self.process.terminate()
+            self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -88,22 +97,54 @@ def start(
     token = secrets.token_urlsafe(16)
     base = f"http://{host}:{port}"
     process = subprocess.Popen(
-        marimo_command(port, token, host),
+        marimo_command(port, host),
         cwd=ROOT,
         env=server_env(kata),
+        stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL if quiet else None,
         stderr=subprocess.DEVNULL if quiet else None,
     )
+    assert process.stdin is not None
+    try:
+        with process.stdin:  # marimo reads it to its end: closed at once
+            process.stdin.write(token.encode())
+    except BrokenPipeError:
+        pass  # marimo stopped already: the poll below says so
     server = Server(process, f"{base}/?access_token={token}", base)
     deadline = time.monotonic() + START_TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"marimo's server stopped at once (exit {process.returncode})")
+            if answers(f"{base}/health"):
+                return server
+            time.sleep(0.3)
+        raise RuntimeError(f"marimo's server did not answer on {base} within {START_TIMEOUT:.0f} s")
+    except BaseException:  # Ctrl-C or SIGTERM while it starts too: never orphan it
+        server.stop()
+        raise
+
+
+def start_logged(
+    command: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: float = 120.0
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`xtc-katas notebook ...` started with its output in the file `log` (never a pipe:
+    marimo keeps logging, and a pipe nobody reads blocks the server once full): the
+    process and the URL it prints; RuntimeError with the log if none comes."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=out)
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        found = re.search(r"notebook for \S+: (http://\S+)", log.read_text(errors="replace"))
+        if found:
+            return process, found.group(1)
         if process.poll() is not None:
-            raise RuntimeError(f"marimo's server stopped at once (exit {process.returncode})")
-        if answers(f"{base}/health"):
-            return server
-        time.sleep(0.3)
-    server.stop()
-    raise RuntimeError(f"marimo's server did not answer on {base} within {START_TIMEOUT:.0f} s")
+            break
+        time.sleep(0.2)
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    raise RuntimeError("the notebook printed no URL:\n" + log.read_text(errors="replace"))
 
 
 def has_display() -> bool:
@@ -115,26 +156,30 @@ def has_display() -> bool:
 
 
 def main(kata: Kata, port: int | None = None, browser: bool = True) -> int:
+    def stop_on_term(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # `kill`, a closed terminal: stop marimo's server too
+
+    # Before start(): a SIGTERM while marimo starts must stop it too, not orphan it.
+    signal.signal(signal.SIGTERM, stop_on_term)
     try:
         server = start(kata, port)
     except RuntimeError as exc:
         print(f"xtc-katas: the notebook for {kata.id} did not start: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 0
     print(f"notebook for {kata.id}: {server.url}", flush=True)
     print(
-        "(Ctrl-C stops it; the stub you edit there is "
+        "(Ctrl-C stops it, and a test run in progress; the stub you edit there is "
         f"katas/{kata.id}/{kata.stub_path().name}, the same file pytest tests)",
         flush=True,
     )
     if browser and has_display():
         webbrowser.open(server.url)
 
-    def stop_on_term(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt  # `kill`, a closed terminal: stop marimo's server too
-
-    signal.signal(signal.SIGTERM, stop_on_term)
     try:
         return server.process.wait() or 0
     except KeyboardInterrupt:
-        server.stop()
         return 0
+    finally:
+        server.stop()

@@ -69,6 +69,15 @@ def check_syntax(kata: Kata, path: Path, text: str) -> None:
         ) from exc
 
 
+def _changed(kata: Kata, path: Path, root: Path) -> SaveRefused:
+    return SaveRefused(
+        f"{kata.id}: not saved: {path.relative_to(root)} changed on disk since the "
+        "notebook loaded it (another editor, `xtc-katas reset`, a git command). "
+        "Press reload to see the file's version, then redo your edit; copy your "
+        "text somewhere first if you want to keep it."
+    )
+
+
 def save(kata: Kata, loaded: Loaded, text: str, root: Path = ROOT) -> tuple[Loaded, Path | None]:
     """Write `text` to the stub: (what is now loaded, the backup of the previous version).
 
@@ -78,12 +87,7 @@ def save(kata: Kata, loaded: Loaded, text: str, root: Path = ROOT) -> tuple[Load
     path = kata.stub_path(root)
     check_syntax(kata, path, text)
     if changed_on_disk(loaded):
-        raise SaveRefused(
-            f"{kata.id}: not saved: {path.relative_to(root)} changed on disk since the "
-            "notebook loaded it (another editor, `xtc-katas reset`, a git command). "
-            "Press reload to see the file's version, then redo your edit; copy your "
-            "text somewhere first if you want to keep it."
-        )
+        raise _changed(kata, path, root)
     if text == loaded.text:
         return loaded, None
     backup = stubs.backup_stub(kata, root)
@@ -93,6 +97,8 @@ def save(kata: Kata, loaded: Loaded, text: str, root: Path = ROOT) -> tuple[Load
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.chmod(scratch, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        if changed_on_disk(loaded):  # again, just before: a save racing ours loses nothing
+            raise _changed(kata, path, root)
         os.replace(scratch, path)
     except BaseException:
         Path(scratch).unlink(missing_ok=True)

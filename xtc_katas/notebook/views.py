@@ -84,15 +84,15 @@ def speed_chart(result: RunResult, kata: Kata, machine_line: str) -> bytes | Non
     figures = result.figures
     if not figures:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # A Figure of its own, drawn by Agg: no pyplot, whose global state (current figure,
+    # backend) the kernel's other cells and threads share.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     backends = sorted({b for _, b, _ in figures})
-    fig, axes = plt.subplots(
-        1, len(backends), figsize=(max(7.0, 5.2 * len(backends)), 3.6), squeeze=False
-    )
+    fig = Figure(figsize=(max(7.0, 5.2 * len(backends)), 3.6))
+    FigureCanvasAgg(fig)  # the figure draws through it (savefig)
+    axes = fig.subplots(1, len(backends), squeeze=False)
     for ax, backend in zip(axes[0], backends, strict=True):
         rows = [(task, f) for task, b, f in figures if b == backend]
         names = [task for task, _ in rows]
@@ -115,7 +115,6 @@ def speed_chart(result: RunResult, kata: Kata, machine_line: str) -> bytes | Non
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=110)
-    plt.close(fig)
     return out.getvalue()
 
 
