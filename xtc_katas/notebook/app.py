@@ -26,8 +26,8 @@ def _():
     import marimo as mo
 
     from xtc_katas import ROOT
+    from xtc_katas.checks.learner_schedules import tasks_where
     from xtc_katas.cli import main as cli_main
-    from xtc_katas.cli import show as show_cli
     from xtc_katas.kata.manifest import find
     from xtc_katas.kata.run_lock import RunBusy, RunLock
     from xtc_katas.measure import machine
@@ -43,15 +43,12 @@ def _():
     autorun_backends = (str(args["backend"]),) if args.get("backend") else ()
     autorun_task = str(args.get("task") or "")
     machine_line = machine.describe()
-    #: The kinds of task `xtc-katas explore` runs (katas 06, 07: a search; 12: an
-    #: optimizer), by the manifest's kinds as explore goes: not importing explore keeps
-    #: its measuring modules out of the app's process.
-    EXPLORED_KINDS = ("search", "strategy_search", "optimizer")
+    #: The tasks `xtc-katas show` and `explore` apply to come from the kinds' registry
+    #: (learner_schedules.KINDS), as those commands read it; it imports nothing of XTC.
     #: The run in progress (or the last one) and its rendered result: kept across cells
     #: without re-running them (a run lives longer than any cell's execution).
     current = {"run": None, "shown": None, "shown_html": None, "save": 0, "run_clicks": 0}
     return (
-        EXPLORED_KINDS,
         KataRun,
         ROOT,
         RunBusy,
@@ -65,10 +62,10 @@ def _():
         kata,
         machine_line,
         mo,
-        show_cli,
         stub_sync,
         subprocess,
         sys,
+        tasks_where,
         time,
         views,
     )
@@ -318,8 +315,8 @@ def _(current, get_done, kata, launched, machine_line, mo, views):
 
 
 @app.cell
-def _(kata, mo, show_cli):
-    _shown = [t.function for t in kata.tasks if t.kind in show_cli.SHOWN_KINDS]
+def _(kata, mo, tasks_where):
+    _shown = [t.function for t in tasks_where(kata, "shown")]
     show_function = mo.ui.dropdown(_shown, value=_shown[0] if _shown else None, label="task")
     show_backend = mo.ui.dropdown(["mlir", "tvm"], value="mlir", label="backend")
     show_button = mo.ui.run_button(label="Show loop nest, IR, assembly")
@@ -358,14 +355,14 @@ def _(ROOT, kata, mo, show_backend, show_button, show_function, subprocess, sys)
 
 
 @app.cell
-def _(EXPLORED_KINDS, kata, mo):
-    _explorable = bool(kata.tasks_of_kind(*EXPLORED_KINDS))
-    explore_button = mo.ui.run_button(label=f"Explore ({kata.id})", disabled=not _explorable)
-    return (explore_button,)
+def _(kata, mo, tasks_where):
+    explorable = bool(tasks_where(kata, "explored"))
+    explore_button = mo.ui.run_button(label=f"Explore ({kata.id})", disabled=not explorable)
+    return explorable, explore_button
 
 
 @app.cell
-def _(EXPLORED_KINDS, ROOT, RunBusy, RunLock, explore_button, kata, mo, subprocess, sys):
+def _(ROOT, RunBusy, RunLock, explorable, explore_button, kata, mo, subprocess, sys):
     _items = []
     if explore_button.value:
         _lock = RunLock(f"the notebook's explore on {kata.id}")
@@ -389,7 +386,7 @@ def _(EXPLORED_KINDS, ROOT, RunBusy, RunLock, explore_button, kata, mo, subproce
                 if _line.startswith("plot: "):
                     _items.append(mo.image(_line[len("plot: ") :].strip()))
     _view = None
-    if kata.tasks_of_kind(*EXPLORED_KINDS):
+    if explorable:
         _view = mo.vstack([mo.md("## Explore (xtc-katas explore)"), explore_button, *_items])
     _view
     return
