@@ -14,7 +14,12 @@ from xtc_katas.checks.learner_schedules import SchedulerRecorder, fresh_schedule
 from xtc_katas.kata.problems import Matmul
 from xtc_katas.measure import numerics
 from xtc_katas.measure.isolation import run_isolated
-from xtc_katas.measure.timing import FEW_LONG_ROUNDS, percent_of_peak, time_side_by_side
+from xtc_katas.measure.timing import (
+    FEW_LONG_ROUNDS,
+    fastest_call,
+    percent_of_peak,
+    time_side_by_side,
+)
 
 TUTORIAL = Matmul(4, 32, 512)
 WITH_RELU = Matmul(4, 32, 64, relu=True)
@@ -142,21 +147,12 @@ def test_percent_of_peak_of_a_real_module_agrees_with_the_harness(
     # share of the core that the harness's short samples do not (flakecheck --hog with two
     # other jobs, AMD EPYC family 23 model 1: 0.772% against the harness's 3.82%). A low
     # reading is compared with that evaluator's own, taken right after.
-    xtc = percent_of_peak(TUTORIAL.fmas, run_isolated(fastest_call, module), peak())
+    xtc = percent_of_peak(TUTORIAL.fmas, run_isolated(fastest_call, module, "the baseline"), peak())
     assert got > xtc / 3, (
         f"03_compile › percent_of_peak_of() says {got:.3g}% of peak where XTC's evaluator "
         f"read {xtc:.3g}% right after and the harness {harness:.3g}%: time the module with "
         "module.get_evaluator().evaluate() and divide by its fastest call"
     )
-
-
-def fastest_call(module) -> float:
-    """XTC's evaluator with its defaults, as the hints have the learner call it: the
-    fastest call's seconds."""
-    times, code, message = module.get_evaluator().evaluate()
-    if code != 0 or not times:
-        raise RuntimeError(f"XTC's evaluator failed with code {code}: {message}")
-    return min(times)
 
 
 MARKERS = {

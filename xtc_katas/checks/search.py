@@ -19,6 +19,7 @@ from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.isolation import run_isolated
 from xtc_katas.measure.timing import (
     FEW_LONG_ROUNDS,
+    fastest_call,
     format_percent,
     percent_of_peak,
     time_side_by_side,
@@ -255,10 +256,7 @@ def honesty_mistakes(
 
 def hinted_seconds(module: Any) -> float:
     """The fastest call of XTC's evaluator called as katas 06's and 07's hints say."""
-    times, code, message = module.get_evaluator(repeat=5, min_repeat_ms=20).evaluate()
-    if code != 0 or not times:
-        raise RuntimeError(f"XTC's evaluator failed with code {code}: {message}")
-    return min(times)
+    return fastest_call(module, "a searched candidate", repeat=5, min_repeat_ms=20)
 
 
 def honesty_mistake(reported: float, measured: float, candidate: Any) -> str | None:

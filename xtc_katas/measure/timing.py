@@ -223,6 +223,13 @@ def _evaluate(evaluator: Any, name: str) -> list[float]:
     return times
 
 
+def fastest_call(module: Any, name: str, **options: Any) -> float:
+    """Seconds of the fastest call of XTC's evaluator made with `options`, as a learner's
+    code calls it (the hints' way): the like-for-like reading a learner's figure is
+    compared with when it reads lower than the harness's short samples."""
+    return min(_evaluate(module.get_evaluator(**options), name))
+
+
 def _time_interleaved(
     modules: dict[str, Any],
     problem: Problem,
