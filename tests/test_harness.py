@@ -164,7 +164,10 @@ def _timings(seconds):
     return Timings(best=dict(seconds))
 
 
-def test_honesty_confirms_a_too_fast_report_before_failing_it(monkeypatch):
+def test_honesty_confirms_a_too_fast_report_on_fresh_twins_before_failing_it(monkeypatch):
+    # CI's solved run (AMD EPYC family 23 model 1, TVM, kata 07): the reference's search
+    # reported 37.3% where the harness's twin read 24.0% three times in a row; the same
+    # schedule compiled again runs 146 or 230-320 us by where its code and buffers land.
     from xtc_katas.checks import search as search_checks
     from xtc_katas.kata.problems import TUTORIAL
     from xtc_katas.measure.timing import percent_of_peak
@@ -172,24 +175,99 @@ def test_honesty_confirms_a_too_fast_report_before_failing_it(monkeypatch):
     peak = 1e11
     true_seconds = 1e-6
     honest = percent_of_peak(TUTORIAL.fmas, true_seconds, peak)
-    # The harness's first timing caught a slow moment (2x); the next ones see the truth.
-    readings = iter([2 * true_seconds, true_seconds, true_seconds])
-    calls = []
+    slow_twin, fast_twin = HintedModule(2 * true_seconds), HintedModule(true_seconds)
+    twins = iter([slow_twin, fast_twin, fast_twin, fast_twin])
+    made = []
+
+    def recompile(name):
+        made.append(name)
+        return next(twins)
 
     def timed(modules, problem, rounds, **few_long_rounds):
-        calls.append(rounds)
-        return _timings({"tile": next(readings)})
+        return _timings({name: module.seconds for name, module in modules.items()})
 
     monkeypatch.setattr(search_checks, "time_side_by_side", timed)
-    assert search_checks.honesty_mistakes({"tile": honest}, {"tile": None}, TUTORIAL, peak) == []
-    assert len(calls) == 2, "one confirmation was enough"
+    monkeypatch.setattr(search_checks, "run_isolated", lambda function, *args: function(*args))
+    # The harness's first twin landed slow (2x); the second, a fresh compile, reads true.
+    module = {"tile": HintedModule(2 * true_seconds)}
+    found = search_checks.honesty_mistakes({"tile": honest}, module, TUTORIAL, peak, recompile)
+    assert found == [] and made == ["tile", "tile"], "a second twin was enough"
 
-    # A search that counts 2 flops per FMA stays 2x too fast after every confirmation.
-    readings = iter([true_seconds] * 3)
-    calls.clear()
-    found = search_checks.honesty_mistakes({"tile": 2 * honest}, {"tile": None}, TUTORIAL, peak)
+    # A search that counts 2 flops per FMA stays 2x too fast on every twin.
+    twins, made = iter([fast_twin] * 3), []
+    module = {"tile": HintedModule(true_seconds)}
+    found = search_checks.honesty_mistakes({"tile": 2 * honest}, module, TUTORIAL, peak, recompile)
     assert len(found) == 1 and "2.00x" in found[0]
-    assert len(calls) == 1 + search_checks.CONFIRMATIONS
+    assert len(made) == search_checks.CONFIRMATIONS
+    assert fast_twin.asked and fast_twin.asked[0] == {"repeat": 5, "min_repeat_ms": 20}
+
+
+@pytest.mark.parametrize(
+    "figure, passes",
+    [
+        (lambda times: min(times), True),
+        (lambda times: sum(times) / len(times), True),
+        (lambda times: min(times) / 2, False),  # 2 flops per FMA
+        (lambda times: sum(times), False),  # a total for one run
+        (lambda times: min(times) * 1000, False),  # milliseconds read as seconds
+    ],
+    ids=["the fastest", "the mean", "2 flops per FMA", "the sum", "ms as s"],
+)
+def test_honesty_judges_a_search_on_the_times_its_own_evaluator_returned(
+    monkeypatch, figure, passes
+):
+    # No re-timing at all: whatever the load or the kernel's placement did to the
+    # search's times, its figure must come from them.
+    from xtc_katas.checks import search as search_checks
+    from xtc_katas.kata.problems import TUTORIAL
+    from xtc_katas.measure.timing import percent_of_peak
+
+    monkeypatch.setattr(search_checks, "time_side_by_side", None)  # never called
+    peak, times = 1e11, [3e-6, 1e-6, 1.5e-6, 1.2e-6, 2e-6]
+    reported = {"tile": percent_of_peak(TUTORIAL.fmas, figure(times), peak)}
+    found = search_checks.honesty_mistakes(
+        reported, {"tile": None}, TUTORIAL, peak, observed={"tile": times}
+    )
+    assert (found == []) == passes, found
+    if not passes:
+        assert "the 5 times its own XTC evaluator returned" in found[0]
+
+
+def test_the_compile_counter_keeps_the_times_of_each_candidates_evaluators():
+    from xtc_katas.checks import search as search_checks
+
+    class Module:
+        def get_evaluator(self, **options):
+            return self
+
+        def evaluate(self):
+            return [2e-6, 1e-6], 0, ""
+
+        def generated_code(self):
+            return "asm"
+
+    class Backend:
+        def __init__(self, graph):
+            pass
+
+        def get_compiler(self, **options):
+            return self
+
+        def compile(self, schedule):
+            return Module()
+
+    counter = search_checks.CompileCounter(Backend)
+
+    def search():
+        for n in range(3):
+            module = counter.Backend(None).get_compiler().compile(None)
+            assert module.generated_code() == "asm"  # the module is still the module
+            for _ in range(n):  # candidate n is evaluated n times
+                module.get_evaluator(repeat=2).evaluate()
+            yield n, 3, n, 1.0
+
+    run = search_checks.take_all(search(), counter, "06_explore › explore()")
+    assert run.times == [[], [2e-6, 1e-6], [2e-6, 1e-6, 2e-6, 1e-6]]
 
 
 class HintedModule:
