@@ -313,11 +313,13 @@ def retimed_mistakes(
     A figure that reads too fast is confirmed before it fails: up to CONFIRMATIONS times,
     the harness compiles the candidate again (`recompile(name)`), times that twin side by
     side and with XTC's evaluator called as the hint calls it, and keeps the best reading.
-    The same kernel runs at two speeds on some machines, set by where its code and its
-    buffers land (AMD EPYC family 23 model 1, TVM, kata 07's [8, 1, 2] sample: 146 or
-    230-320 us per call, the machine otherwise idle; five compiles of one schedule gave
-    the same machine code at the same offsets, `objdump -d` and `nm`, and 164-350 us).
-    The learner's search read one placement, the harness's twin another: CI's solved run
+    The same kernel runs at two speeds for seconds at a time on some machines (AMD EPYC
+    family 23 model 1, a 2-vCPU KVM guest, TVM, kata 07's [8, 1, 2] sample: 146 or
+    230-320 us per call, the guest otherwise idle; five compiles of one schedule gave
+    the same machine code at the same offsets, `objdump -d` and `nm`, and 30 buffer
+    placements of one module all read 150-170 us, so the host's other tenants are the
+    likelier cause than where the kernel lands).
+    The learner's search read one speed, the harness's twin the other: CI's solved run
     once saw 37.3% reported against 24.0% measured (1.55x), and a search run in its own
     process read 1.48x the best of four twins. So this path is the fallback; a search that
     times with XTC's evaluator is judged on its own times (observed_mistake).
