@@ -9,7 +9,6 @@ harness's own side-by-side measurement of the same candidate).
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.isolation import run_isolated
+from xtc_katas.measure.observed import TimedModule, within_own_times
 from xtc_katas.measure.timing import (
     FEW_LONG_ROUNDS,
     fastest_call,
@@ -38,8 +38,8 @@ class CompileCounter:
     The learner's generator receives `counter.Backend` instead of the real class; every
     `Backend(graph).get_compiler(...).compile(schedule)` it makes is counted, and every
     `module.get_evaluator(...).evaluate()` on what it returns adds its times to
-    `counter.times`. Those are the very timings the learner's figure comes from: the
-    honesty check reads them instead of timing the kernel again (see honesty_mistakes).
+    `counter.times` (measure/observed.py): the very timings the learner's figure comes
+    from, which the honesty check reads instead of timing the kernel again.
     """
 
     def __init__(self, backend_class: Any) -> None:
@@ -47,38 +47,13 @@ class CompileCounter:
         self.times: list[float] = []
         counter = self
 
-        class TimedEvaluator:
-            def __init__(self, evaluator: Any) -> None:
-                self._evaluator = evaluator
-
-            def evaluate(self, *args: Any, **kwargs: Any) -> Any:
-                result = self._evaluator.evaluate(*args, **kwargs)
-                with contextlib.suppress(TypeError, ValueError):
-                    times, code, _ = result
-                    if code == 0:
-                        counter.times.extend(float(t) for t in times)
-                return result
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(self._evaluator, name)
-
-        class TimedModule:
-            def __init__(self, module: Any) -> None:
-                self._module = module
-
-            def get_evaluator(self, *args: Any, **kwargs: Any) -> Any:
-                return TimedEvaluator(self._module.get_evaluator(*args, **kwargs))
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(self._module, name)
-
         class CountingCompiler:
             def __init__(self, compiler: Any) -> None:
                 self._compiler = compiler
 
             def compile(self, *args: Any, **kwargs: Any) -> Any:
                 counter.compiles += 1
-                return TimedModule(self._compiler.compile(*args, **kwargs))
+                return TimedModule(self._compiler.compile(*args, **kwargs), counter.times)
 
             def __getattr__(self, name: str) -> Any:
                 return getattr(self._compiler, name)
@@ -241,11 +216,6 @@ HONEST_BELOW = 3.0
 CONFIRMATIONS = 3
 
 
-#: How far above the figure of its own fastest evaluator time a report may read: float
-#: rounding, nothing more.
-ROUNDING = 1.01
-
-
 def honesty_mistakes(
     reported: dict[str, float],
     modules: dict[str, Any],
@@ -280,10 +250,13 @@ def observed_mistake(
 ) -> str | None:
     """The figure must come from the times the search's own evaluators returned: no faster
     than its fastest, no slower than its slowest (a mean or a median lies between)."""
-    fastest = percent_of_peak(problem.fmas, min(times), peak_fmas_per_s)
-    slowest = percent_of_peak(problem.fmas, max(times), peak_fmas_per_s)
-    if slowest / ROUNDING <= reported <= fastest * ROUNDING:
+
+    def to_percent(seconds: float) -> float:
+        return percent_of_peak(problem.fmas, seconds, peak_fmas_per_s)
+
+    if within_own_times(reported, times, to_percent):
         return None
+    fastest, slowest = to_percent(min(times)), to_percent(max(times))
     ratio = reported / fastest
     advice = (
         "Report 100 * fmas / min(times) / peak_fmas_per_s, with fmas = graph.ops_count()"
