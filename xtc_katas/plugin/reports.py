@@ -64,8 +64,35 @@ def _in_katas(item: pytest.Item) -> bool:
     return Path(item.path).resolve().is_relative_to(ROOT / "katas")
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failure told without its traceback gets a report without one: pytest would
+    format the traceback (reading every frame's source) only for the wrapper below to
+    drop it. On an untouched stub that was most of a red run's time after start-up:
+    36 failures of kata 10 spent 0.9 s there (cProfile, AMD EPYC family 23 model 1)."""
+    kata = kata_of(item)
+    if kata is None or call.excinfo is None or call.when != "call":
+        return None
+    described = failures.describe(kata, call.excinfo.value, call.excinfo.tb)
+    if described is None or described[1]:
+        return None
+    return pytest.TestReport(
+        item.nodeid,
+        item.location,
+        {name: 1 for name in item.keywords},
+        "failed",
+        described[0],
+        call.when,
+        [(f"Captured {key} {call.when}", content) for (_, key, content) in item._report_sections],
+        call.duration,
+        call.start,
+        call.stop,
+        item.user_properties,
+    )
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_runtest_makereport")
+def pytest_runtest_makereport_in_words(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Iterator[None] | Any:
     report = yield
