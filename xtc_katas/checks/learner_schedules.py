@@ -260,7 +260,7 @@ def apply_schedule(
     calls, built = record_schedule(kata, module, function, backend, problem)
     if unfused:
         built = replay_unfused(kata, function, calls, backend, problem)
-    check_schedule(built[1], kata.id, function, problem.reduction_axes)
+    check_schedule(built[1], kata.id, function, problem)
     return built
 
 
@@ -270,9 +270,9 @@ def apply_schedule_pair(
     """One call of `module.function(sch)`, two checked (impl, scheduler): its calls
     replayed as made, and without their fusion calls."""
     calls, fused = record_schedule(kata, module, function, backend, problem)
-    check_schedule(fused[1], kata.id, function, problem.reduction_axes)
+    check_schedule(fused[1], kata.id, function, problem)
     unfused = replay_unfused(kata, function, calls, backend, problem)
-    check_schedule(unfused[1], kata.id, function, problem.reduction_axes)
+    check_schedule(unfused[1], kata.id, function, problem)
     return fused, unfused
 
 
@@ -300,7 +300,7 @@ def apply_strategy(
     sample = next(iter(strategy.sample(1, STRATEGY_SEED)))
     impl, scheduler = fresh_scheduler(backend, problem)
     strategy.generate(scheduler, list(sample))
-    check_schedule(scheduler, kata.id, function, problem.reduction_axes)
+    check_schedule(scheduler, kata.id, function, problem)
     return impl, scheduler
 
 
@@ -321,7 +321,7 @@ def apply_large(
             f"{kata.id} › {function}(sch, threads) returned a {type(returned).__name__}: "
             "it must apply the schedule to `sch` and return None"
         )
-    check_schedule(scheduler, kata.id, function, problem.reduction_axes)
+    check_schedule(scheduler, kata.id, function, problem)
     return impl, scheduler
 
 
@@ -336,13 +336,16 @@ def plain(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def learner_spec(kata: Kata, module: ModuleType, function: str) -> dict:
+def learner_spec(kata: Kata, module: ModuleType, function: str, problem: Problem) -> dict:
     """The dict `module.function()` returns (called once), as a plain deep copy."""
     spec = getattr(module, function)()
     if not isinstance(spec, dict):
+        vector = problem.vector_axis
+        example: dict[str, dict] = {dim: {} for dim in problem.dims if dim != vector}
+        example |= {vector: {}, f"{vector}#16": {"vectorize": True}}
         raise ScheduleMistake(
             f"{kata.id} › {function}() returned a {type(spec).__name__}, not a dict: return "
-            'the spec itself, e.g. {"i": {}, "k": {}, "j": {}, "j#16": {"vectorize": True}}'
+            f"the spec itself, e.g. {example!r}"
         )
     return plain(spec)
 
@@ -357,7 +360,7 @@ def apply_spec(
 ) -> tuple[Any, Any]:
     """Apply the dict `module.function()` returns with descript_scheduler; check the result.
     `unfused`: without its fusion annotations (without_fusion)."""
-    spec = learner_spec(kata, module, function)
+    spec = learner_spec(kata, module, function, problem)
     if unfused:
         spec = without_fusion(spec)
     return schedule_spec(kata, spec, f"{function}()", backend, problem)
@@ -368,7 +371,7 @@ def apply_spec_pair(
 ) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
     """One call of `module.function()`, two checked (impl, scheduler): its spec, and the
     same dict without its fusion annotations."""
-    spec = learner_spec(kata, module, function)
+    spec = learner_spec(kata, module, function, problem)
     unfused = without_fusion(copy.deepcopy(spec))
     return (
         schedule_spec(kata, spec, f"{function}()", backend, problem),
@@ -403,10 +406,10 @@ def schedule_spec(
         raise ScheduleMistake(
             f"{kata.id} › {label}: descript_scheduler rejected the spec with "
             f"{type(exc).__name__}: {exc}\n  the spec: {spec!r}\n  Keys are loops, outer to "
-            'inner: an axis ("i"), a tile ("j#16"), a split segment ("j[0:32]") holding its '
-            "own nested spec"
+            f'inner: an axis ("{problem.dims[0]}"), a tile ("{problem.vector_axis}#16"), a '
+            f'split segment ("{problem.vector_axis}[0:32]") holding its own nested spec'
         ) from exc
-    check_schedule(scheduler, kata.id, label, problem.reduction_axes)
+    check_schedule(scheduler, kata.id, label, problem)
     return impl, scheduler
 
 

@@ -37,6 +37,11 @@ class Problem(Protocol):
     #: axes, one of which a register tile unrolls.
     vector_axis: str
     tile_axes: tuple[str, ...]
+    #: What a register tile's unrolled steps hold, in the problem's words ("several rows
+    #: of C"): the register tile check's messages say it.
+    tile_words: str
+    #: The graph's inputs, in order (their tensors' names): messages name them.
+    input_names: tuple[str, ...]
     input_shapes: list[tuple[int, ...]]
     output_shape: tuple[int, ...]
     dtype: str
@@ -89,6 +94,8 @@ class Matmul:
     vector_axis = "j"
     #: The output's other axes, one of which a register tile unrolls (rows of C).
     tile_axes = ("i",)
+    tile_words = "several rows of C"
+    input_names = ("A", "B")
 
     @property
     def axis_sizes(self) -> dict[str, int]:
@@ -117,10 +124,12 @@ class Matmul:
         """The problem as an XTC graph, built the tutorial's way (inputs outside the block)."""
         import xtc.graphs.xtc.op as O
 
-        a = O.tensor((self.I, self.K), self.dtype, name="A")
-        b = O.tensor((self.K, self.J), self.dtype, name="B")
+        a, b = (
+            O.tensor(shape, self.dtype, name=name)
+            for shape, name in zip(self.input_shapes, self.input_names, strict=True)
+        )
         with O.graph(name=self.name) as gb:
-            c = O.matmul(a, b, name="C")
+            c = O.matmul(a, b, name=self.scheduled_node)
             if self.relu:
                 O.relu(c, name="R")
         return gb.graph
@@ -188,6 +197,8 @@ class Conv2D:
     #: The output columns or rows a register tile unrolls: each step reads its own pixel
     #: of the image and shares the weights' vector with the others.
     tile_axes = ("w", "h")
+    tile_words = "several w or h positions of the output (by 'f')"
+    input_names = ("I", "W")
     relu = False
 
     @property
@@ -254,11 +265,13 @@ class Conv2D:
         """The layer as an XTC graph: pad2d (when pad > 0), then conv2d, named I, W, P, O."""
         import xtc.graphs.xtc.op as O
 
-        image = O.tensor(self.input_shapes[0], self.dtype, name="I")
-        weights = O.tensor(self.input_shapes[1], self.dtype, name="W")
+        image, weights = (
+            O.tensor(shape, self.dtype, name=name)
+            for shape, name in zip(self.input_shapes, self.input_names, strict=True)
+        )
         with O.graph(name=self.name) as gb:
             padded = O.pad2d(image, padding=self.pad, name="P") if self.pad else image
-            O.conv2d(padded, weights, stride=(self.stride, self.stride), name="O")
+            O.conv2d(padded, weights, stride=(self.stride, self.stride), name=self.scheduled_node)
         return gb.graph
 
     def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]:
