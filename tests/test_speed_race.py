@@ -62,10 +62,10 @@ def test_three_near_misses_fail_and_the_message_lists_them(monkeypatch):
 def test_a_slow_kernel_is_not_advised_about_the_other_backend():
     # Learner review: kata 11's parallel conv on TVM was told about MLIR's parallel body.
     kata = find("11")
-    hints = kata.task("schedule_conv_parallel").hints
-    assert hints[-1].startswith("On MLIR")
-    assert speed_race.speed_hint(hints, "mlir") == hints[-1]
-    tvm = speed_race.speed_hint(hints, "tvm")
+    task = kata.task("schedule_conv_parallel")
+    assert task.hints[-1].startswith("On MLIR")
+    assert task.speed_hint("mlir") == task.hints[-1]
+    tvm = task.speed_hint("tvm")
     assert not tvm.startswith("On MLIR") and "parallelize" in tvm
 
 

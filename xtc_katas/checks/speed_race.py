@@ -273,7 +273,7 @@ class SpeedCheck:
             **({"step": applied.step_note} if applied.step_note else {}),
             **recorded,
         )
-        hint = speed_hint(task.hints if task else [], self.backend.name)
+        hint = task.speed_hint(self.backend.name) if task else "see the lesson"
         return judge(
             result,
             cap,
@@ -289,14 +289,6 @@ class SpeedCheck:
             ),
             why,
         )
-
-
-def speed_hint(hints: list[str], backend: str) -> str:
-    """The default "next:" line of a slow kernel: the task's last hint that is not about
-    the other backend (a hint starting "On MLIR" says nothing to a TVM learner)."""
-    others = [name.upper() for name in ("mlir", "tvm") if name != backend]
-    mine = [h for h in hints if not any(h.startswith(f"On {other}") for other in others)]
-    return mine[-1] if mine else "see the lesson"
 
 
 class StepDoesNotPay(UserWarning):

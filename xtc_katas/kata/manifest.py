@@ -76,6 +76,14 @@ class Task:
     def no_gain_reason(self, backend: str) -> str:
         return dict(self.no_gain).get(backend, "")
 
+    def speed_hint(self, backend: str) -> str:
+        """The default "next:" line of a slow kernel: the task's last hint that is not
+        about the other backend (a hint starting "On MLIR" says nothing to a TVM
+        learner)."""
+        others = [name.upper() for name in ("mlir", "tvm") if name != backend]
+        mine = [h for h in self.hints if not any(h.startswith(f"On {o}") for o in others)]
+        return mine[-1] if mine else "see the lesson"
+
 
 #: The keys a kata and a task may have in the manifest: a typo is an error, not a silent
 #: default.

@@ -12,6 +12,7 @@ import pytest
 
 from xtc_katas import ROOT
 from xtc_katas.checks import integrity
+from xtc_katas.checks.race_against_numpy import assert_keeps_up_with_numpy
 from xtc_katas.checks.speed_race import SpeedCheck
 from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.kata import loader
@@ -124,4 +125,13 @@ def task(
     entry = kata_entry.task(marker.args[0])
     if entry is None:
         pytest.fail(f"{kata_entry.id} has no task {marker.args[0]!r} (katas/manifest.toml)")
-    return TaskUnderTest(kata_entry, entry, kata, backend, workdir, speed_check)
+    return TaskUnderTest(
+        kata_entry,
+        entry,
+        kata,
+        backend,
+        workdir,
+        speed_check,
+        assert_keeps_up_with_numpy,
+        request.getfixturevalue,
+    )
