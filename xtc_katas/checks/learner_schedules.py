@@ -20,13 +20,17 @@ from __future__ import annotations
 import argparse
 import copy
 import functools
+import hashlib
+import importlib.util
 import inspect
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar
 
+from xtc_katas import ROOT
 from xtc_katas.checks.schedule import ScheduleMistake, check_schedule
 from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import Problem
@@ -675,8 +679,45 @@ NO_KIND = TaskKind("")
 
 
 def kind_of(task: Task | None) -> TaskKind:
-    """The kind of `task` (NO_KIND for a task without one, or no task)."""
-    return KINDS[task.kind] if task is not None and task.kind else NO_KIND
+    """The kind of `task` (NO_KIND for a task without one, or no task): one of KINDS, or
+    a kind its kata declares (declared_kind)."""
+    if task is None or not task.kind:
+        return NO_KIND
+    return declared_kind(task.kind, task.kind_class) if task.kind_class else KINDS[task.kind]
+
+
+@functools.cache
+def declared_kind(name: str, where: str) -> TaskKind:
+    """A kind a kata declares in the manifest (its `kinds`), for tasks no kind of KINDS
+    fits: the TaskKind subclass at `where` ("katas/NN_name/module.py:Class"), imported
+    once from the kata's folder. A new kind of kata then needs no harness change: its
+    class says how the learner's function becomes a schedule, and which commands apply.
+    """
+    file, class_name = where.split(":")
+    path = ROOT / file
+    module_name = f"xtc_katas_kind_{path.parent.name}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise LookupError(f"{where}: no such file, for the kind {name!r} (katas/manifest.toml)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look their module up
+    spec.loader.exec_module(module)
+    found = getattr(module, class_name, None)
+    if not (isinstance(found, type) and issubclass(found, TaskKind)):
+        raise LookupError(
+            f"{where}: no TaskKind subclass {class_name!r} for the kind {name!r} "
+            "(katas/manifest.toml; xtc_katas/checks/learner_schedules.py has TaskKind)"
+        )
+    return found(name)
+
+
+def kind_source(task: Task | None) -> str:
+    """A hash of the module of a kind its kata declares ("" for the harness's kinds, whose
+    code module_cache hashes with xtc_katas): what a cached reference module's key needs
+    besides, since that module's code builds the reference's schedule."""
+    if task is None or not task.kind_class:
+        return ""
+    return hashlib.sha256((ROOT / task.kind_class.split(":")[0]).read_bytes()).hexdigest()
 
 
 def feeder_of(kata: Kata, task: Task) -> Task:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from xtc_katas.checks.learner_schedules import apply_task, fresh_scheduler
+from xtc_katas.checks.learner_schedules import apply_task, fresh_scheduler, kind_source
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata
 from xtc_katas.kata.problems import PROBLEMS, Problem
@@ -51,7 +51,13 @@ def compile_solution(
     solution = loader.load(owner, solution=True)
     impl, scheduler = apply_task(owner, solution, function, backend, problem, unfused)
     stem = f"{owner.number:02d}_{function}{'_unfused' if unfused else ''}"
-    key = {"kernel": "solution", "kata": owner.id, "function": function, "unfused": unfused}
+    key = {
+        "kernel": "solution",
+        "kata": owner.id,
+        "function": function,
+        "unfused": unfused,
+        "kind_source": kind_source(owner.task(function)),
+    }
     return workdir.compile(impl, scheduler.schedule(), stem, cache_key={**key, **_of(problem)})
 
 
