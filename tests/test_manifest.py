@@ -201,7 +201,7 @@ def _words(text):
 def test_the_readme_the_lessons_and_the_code_state_one_bar_rule():
     # A learner read "cap 17, bar 18.3" while the README said the bar never exceeds the
     # cap (issue 22): every text that states the rule quotes speed_rule.RULE.
-    from xtc_katas.measure import speed_rule
+    from xtc_katas.checks import speed_rule
 
     rule = _words(speed_rule.RULE)
     assert rule in _words(speed_rule.__doc__)

@@ -87,7 +87,7 @@ def judged(monkeypatch, learner_s, reference_s, backend="tvm"):
         fixture=fixtures.__getitem__,
         workdir=None,
         compiled=lambda: "learner",
-        speed_check=SimpleNamespace(peak=lambda: 1e11, record_perf=recorded.update),
+        speed_judge=SimpleNamespace(peak=lambda: 1e11, record_perf=recorded.update),
     )
     bar = race_against_numpy.assert_keeps_up_with_numpy(under_test, "")
     return bar, recorded, benchmark

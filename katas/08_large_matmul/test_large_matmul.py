@@ -8,7 +8,7 @@ threads, interleaved: in each of 7 rounds, XTC's best of 3 calls for both kernel
 child process), then numpy's best of 3 `matmul` calls timed by pytest-benchmark. The
 reference's figure is the median over rounds of numpy's time / its time; yours is the
 reference's times the median over rounds of its time / yours. Yours must reach this
-run's bar (xtc_katas/measure/speed_rule.py): 0.7 of the reference's figure, capped by the
+run's bar (xtc_katas/checks/speed_rule.py): 0.7 of the reference's figure, capped by the
 manifest. The tier (bronze, silver, gold vs numpy) is the headline. pytest-benchmark keeps
 the numpy side and the ratios (`extra_info`), so `--benchmark-autosave` and
 `--benchmark-compare` keep your history (xtc_katas/checks/race_against_numpy.py).

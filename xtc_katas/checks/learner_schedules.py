@@ -443,7 +443,7 @@ class TaskKind:
     name: str = ""
     #: `xtc-katas show` can build its schedule.
     shown: ClassVar[bool] = False
-    #: `xtc-katas report` races it as its test does (speed_race.race, over naive).
+    #: `xtc-katas report` races it as its test does (speed_judge.race, over naive).
     raced: ClassVar[bool] = False
     #: Raced against numpy on 1 and more threads (kata 08): report, calibration.
     numpy_race: ClassVar[bool] = False

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from xtc_katas.checks.speed_rule import Bar, Speedups, bar, judge
 from xtc_katas.kata import loader
 from xtc_katas.kata.failures import KataFailure
-from xtc_katas.measure.speed_rule import Bar, Race, bar, judge
 from xtc_katas.measure.timing import CALLS, NUMPY_ROUNDS, NumpyRace, percent_of_peak
 
 if TYPE_CHECKING:
@@ -112,13 +112,13 @@ def assert_keeps_up_with_numpy(under_test: TaskUnderTest, advice: str) -> Bar:
     calls_made = list(benchmark.stats.stats.data)
     race.numpy = [min(calls_made[n : n + CALLS]) for n in range(0, len(calls_made), CALLS)]
     reference_ratio = race.ratio("reference")
-    result = Race(
+    result = Speedups(
         learner=reference_ratio * race.relative("learner", "reference"),
         reference=reference_ratio,
     )
     cap = kata.cap(function, backend.name)
     applied = bar(result, cap)
-    peak = under_test.speed_check.peak
+    peak = under_test.speed_judge.peak
 
     def percent(name: str) -> float:
         return round(percent_of_peak(problem.fmas, race.best(name), peak(), threads), 1)
@@ -135,7 +135,7 @@ def assert_keeps_up_with_numpy(under_test: TaskUnderTest, advice: str) -> Bar:
         "openblas": kernel,
     }
     benchmark.extra_info.update(backend=backend.name, threads=threads, **figures)
-    under_test.speed_check.record_perf(
+    under_test.speed_judge.record_perf(
         speedup_vs_numpy=result.learner,
         reference_vs_numpy=result.reference,
         cap=cap,

@@ -27,9 +27,9 @@ from xtc_katas.measure import numerics
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.workdir import Workdir
 
-if TYPE_CHECKING:  # annotations only: the plugin hands a SpeedCheck in
-    from xtc_katas.checks.speed_race import SpeedCheck
-    from xtc_katas.measure.speed_rule import Bar
+if TYPE_CHECKING:  # annotations only: the plugin hands a SpeedJudge in
+    from xtc_katas.checks.speed_judge import SpeedJudge
+    from xtc_katas.checks.speed_rule import Bar
 
 #: The inputs every numerics check feeds: random, signed, and the edge values.
 INPUT_KINDS = ("random", "signed", "edge")
@@ -42,10 +42,10 @@ class TaskUnderTest:
     module: ModuleType  # the learner's stub module, or the reference with --solutions
     backend: KataBackend
     workdir: Workdir
-    speed_check: SpeedCheck
+    speed_judge: SpeedJudge
     #: The race against numpy (race_against_numpy.assert_keeps_up_with_numpy), handed
-    #: in by the plugin as the speed check is.
-    numpy_check: Callable[[TaskUnderTest, str], Bar]
+    #: in by the plugin as the speed judge is.
+    numpy_judge: Callable[[TaskUnderTest, str], Bar]
     #: The test's fixtures by name (request.getfixturevalue): a race against numpy times
     #: numpy with pytest-benchmark's `benchmark`, asked for only then.
     fixture: Callable[[str], Any]
@@ -119,17 +119,17 @@ class TaskUnderTest:
 
     def assert_speed(self, advice: str = "") -> Bar:
         """Race the learner's kernel against naive, the reference and the previous task's
-        reference (speed_race.py), or, for a task whose baseline is "unfused", against
+        reference (speed_judge.py), or, for a task whose baseline is "unfused", against
         itself unfused (one call's schedule, and the same minus its fusion), or, for a
         kind raced against numpy (kata 08), with its reference against numpy on
         `threads` threads (race_against_numpy.py); assert this run's bar (speed_rule.py).
         `advice`: the failure's "next:" line when the test knows the cause from the loop
         nest (default: the task's last hint)."""
         if self.kind.numpy_race:
-            return self.numpy_check(self, advice)
+            return self.numpy_judge(self, advice)
         learner, unfused = self.kind.compiled(
             self.kata, self.module, self.task, self.backend, self.problem, self.workdir
         )
-        return self.speed_check(
+        return self.speed_judge(
             self.function, self.problem, learner, advice, learner_unfused=unfused
         )
