@@ -204,6 +204,32 @@ def test_fusion_wants_the_relu_in_the_nest_outside_k():
     assert "fused at 'i1', inside the 'k' loop" in loop_nests.fused_consumer(inside, FUSION)[0]
 
 
+@pytest.mark.parametrize(
+    ("order", "at", "advice"),
+    [
+        (["i", "j", "k", "i1", "j1"], "k", ("the relu is fused at 'k', inside the 'k' loop",)),
+        (
+            ["j", "i", "k", "i1", "j1"],
+            "i",
+            (
+                "the relu is fused at 'i', with ['j'] (over 'j') at or outside it",
+                "interchange(['i', 'j', 'k', 'i1', 'j1']) and fuse_consumer_at('i')",
+            ),
+        ),
+    ],
+    ids=["inside k", "part rows"],
+)
+def test_a_slow_fusion_is_explained_from_its_nest(order, at, advice):
+    # Kata 09's "next:" line for a fused kernel slower than itself unfused (its test's
+    # why_fusion_costs): read from the loop nest alone, whatever a race measured.
+    steps = (*REGISTER_TILE[:2], ("interchange", order), *REGISTER_TILE[3:])
+    fused = nest(FUSION, *steps, ("fuse_consumer_at", at))
+    found = loop_nests.fused_consumer(fused, FUSION) + loop_nests.fused_part_rows(fused, FUSION)
+    assert found, order
+    for words in advice:
+        assert words in found[0], found
+
+
 GEMM_TILES = (
     ("strip_mine", "i", {"i1": 32}),
     ("strip_mine", "j", {"j1": 32}),
