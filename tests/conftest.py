@@ -10,7 +10,7 @@ A repository copy (xtc_katas/tools/repo_copy.py) runs pytest or xtc-katas in a f
 process: seconds to a minute each. Those tests carry the `slow` marker, so that
 `pytest tests -m "not slow"` leaves them out (-n 2: 658 tests in 1 min 22 s on a 2 vCPU
 AMD EPYC family 23 model 1, Zen 1, at load ~1.5; the property tests and the compiles of
-test_schedule_checks, test_speed_race and test_optimizer_race are most of it); this guard
+test_schedule_checks, test_speed_judge and test_optimizer_race are most of it); this guard
 fails an unmarked test at its first copy, naming the marker to add.
 """
 

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from xtc_katas.checks import integrity
+from xtc_katas.checks import integrity, speed_rule
 from xtc_katas.kata.manifest import find
-from xtc_katas.measure import speed_rule
 from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 FUSED = """
@@ -56,11 +55,11 @@ ATTACKS = [
     Attack(
         "the speed rule's headroom",
         9,
-        # the reviewer's `import xtc_katas.measure.speed_rule` is refused by name (loader.py,
+        # the reviewer's `import xtc_katas.checks.speed_rule` is refused by name (loader.py,
         # tests/test_loader.py); through sys.modules it reaches the module
-        'import sys\nsys.modules["xtc_katas" + ".measure.speed_rule"].HEADROOM = 0.01\n' + FUSED,
+        'import sys\nsys.modules["xtc_katas" + ".checks.speed_rule"].HEADROOM = 0.01\n' + FUSED,
         "fused",
-        "xtc_katas.measure.speed_rule.HEADROOM",
+        "xtc_katas.checks.speed_rule.HEADROOM",
     ),
     Attack(
         "the task fixture's judgements",
@@ -152,7 +151,7 @@ def test_the_rest_of_the_run_is_judged_by_the_harness_as_it_was(tmp_path):
         timeout=600,
     )
     assert code == 1, out
-    assert "passed" in out and "xtc_katas.measure.speed_rule.HEADROOM" in out, out
+    assert "passed" in out and "xtc_katas.checks.speed_rule.HEADROOM" in out, out
     figures = re.search(
         r"test_schedule_register_tile_keeps_up\S*\[mlir\]: speedup \S+, percent_of_peak \S+, "
         r"reference_speedup ([\d.]+), previous_speedup [\d.]+, cap ([\d.]+), bar ([\d.]+)",

@@ -42,9 +42,12 @@ def test_every_candidate_and_its_parallel_variants_are_valid_schedules(backend, 
             assert parallel in ([], ["i"], ["j"], ["j", "j"]), (variant, parallel)
             _, scheduler = fresh_scheduler(backend, CHALLENGE)
             descript_scheduler(
-                scheduler=scheduler, node_name="C", abstract_dims=["i", "j", "k"], spec=each
+                scheduler=scheduler,
+                node_name=CHALLENGE.scheduled_node,
+                abstract_dims=CHALLENGE.dims,
+                spec=each,
             )
-            check_schedule(scheduler, KATA.id, "schedule_large", CHALLENGE.reduction_axes)
+            check_schedule(scheduler, KATA.id, "schedule_large", CHALLENGE)
             scheduler.schedule()
 
 

@@ -1,5 +1,7 @@
 """Katas 09-11 judged right: learners' likeliest wrong answers fail for the right reason,
-and right answers that differ from the reference pass, speed included.
+and right answers that differ from the reference pass their numerics and shape tests.
+No test here asserts a live race's verdict: a slow fusion's advice is read from its loop
+nest (test_loop_nests.py), its verdict judged on planted figures (test_fusion_baseline.py).
 
 Each answer is a function body planted in a copy of the repository (repo_copy.py), as a
 learner would write it. To keep the copies few, one copy holds one answer per function
@@ -437,54 +439,16 @@ NEWCOMER = {
         ),
     ],
 }
-#: Kata 09's speed advice names what the nest shows: fused inside k, or blocks that are
-#: parts of rows (j outermost, fused at i). TVM, where both cost.
-FUSION_ADVICE = [
-    Answer(
-        "schedule_fused",
-        body(
-            'sch.strip_mine("i", {"i1": 4})',
-            'sch.strip_mine("j", {"j1": 16})',
-            'sch.interchange(["i", "j", "k", "i1", "j1"])',
-            'sch.unroll({"i1": 4})',
-            'sch.vectorize(["j1"])',
-            'sch.fuse_consumer_at("k")',
-        ),
-        "schedule_fused_keeps_up",
-        ("next: the relu is fused at 'k', inside the 'k' loop",),
-    ),
-    Answer(
-        "schedule_fused",
-        body(
-            'sch.strip_mine("i", {"i1": 4})',
-            'sch.strip_mine("j", {"j1": 16})',
-            'sch.interchange(["j", "i", "k", "i1", "j1"])',
-            'sch.unroll({"i1": 4})',
-            'sch.vectorize(["j1"])',
-            'sch.fuse_consumer_at("i")',
-        ),
-        "schedule_fused_keeps_up",
-        ("next: the relu is fused at 'i', with ['j'] (over 'j') at or outside it",),
-    ),
-]
+
 
 ROUNDS = [
     *((kata, answers, ("-m", "not perf")) for kata, rounds in WRONG.items() for answers in rounds),
     *((kata, answers, ()) for kata, answers in NEWCOMER.items()),
-    *((9, [answer], ("--backend", "tvm")) for answer in FUSION_ADVICE),
 ]
 IDS = [f"{kata:02d}-{n}-{answers[0].function}" for n, (kata, answers, _) in enumerate(ROUNDS)]
-#: The speed advice rounds race kernels in their copy: serially (tox runs the rest of this
-#: file under pytest -n 2, where timing.require_own_cores refuses a race).
-PARAMS = [
-    pytest.param(*each, id=name, marks=pytest.mark.perf)
-    if each[2] and "not perf" not in each[2]
-    else each
-    for each, name in zip(ROUNDS, IDS, strict=True)
-]
 
 
-@pytest.mark.parametrize(("kata", "answers", "args"), PARAMS, ids=IDS)
+@pytest.mark.parametrize(("kata", "answers", "args"), ROUNDS, ids=IDS)
 def test_wrong_answers_fail_for_the_right_reason(tmp_path, kata, answers, args):
     code, out = judge(tmp_path, kata, answers, *args)
     assert code == 1, out
@@ -495,9 +459,11 @@ def test_wrong_answers_fail_for_the_right_reason(tmp_path, kata, answers, args):
             assert words in out, (answer.function, words, out)
 
 
-@pytest.mark.perf  # their speed races run in the copy
 @pytest.mark.parametrize("kata", sorted(RIGHT), ids=[f"{k:02d}" for k in sorted(RIGHT)])
 def test_right_answers_that_differ_from_the_reference_pass(tmp_path, kata):
-    code, out = judge(tmp_path, kata, RIGHT[kata])
+    # Numerics and shape: whether another schedule keeps up with the reference is this
+    # machine's to say in a race, not a harness test's (flakecheck measures the margins
+    # of the reference against itself; speed_judge's tests judge planted figures).
+    code, out = judge(tmp_path, kata, RIGHT[kata], "-m", "not perf")
     assert code == 0, out
     assert "passed" in out and not failed_tests(out), out

@@ -18,7 +18,7 @@ READS = {
     "a judge, by name": "import importlib\nimportlib.import_module('xtc_katas.checks.search')\n",
     "the loader": "from xtc_katas.kata import loader\n",
     # Learner review: a bar's constant, lowered at import, passed every test of kata 09.
-    "the speed rule": "import xtc_katas.measure.speed_rule as rule\nrule.HEADROOM = 0.01\n",
+    "the speed rule": "import xtc_katas.checks.speed_rule as rule\nrule.HEADROOM = 0.01\n",
     "the module cache": "from xtc_katas.measure import module_cache\n",
     "the plugin, by name": "import importlib\nimportlib.import_module('xtc_katas.plugin')\n",
 }

@@ -150,7 +150,8 @@ def test_every_kind_is_known_and_every_schedule_has_a_problem(kata):
     from xtc_katas.kata.problems import PROBLEMS
 
     for task in kata.tasks:
-        assert task.kind in (*KINDS, ""), f"{task.function}: unknown kind {task.kind!r}"
+        known = task.kind in (*KINDS, "") or task.kind_class  # the harness's, or the kata's
+        assert known, f"{task.function}: unknown kind {task.kind!r}"
         if task.kind or task.caps:
             assert task.problem in PROBLEMS, f"{task.function}: name its problem"
         if kind_of(task).raced:
@@ -200,7 +201,7 @@ def _words(text):
 def test_the_readme_the_lessons_and_the_code_state_one_bar_rule():
     # A learner read "cap 17, bar 18.3" while the README said the bar never exceeds the
     # cap (issue 22): every text that states the rule quotes speed_rule.RULE.
-    from xtc_katas.measure import speed_rule
+    from xtc_katas.checks import speed_rule
 
     rule = _words(speed_rule.RULE)
     assert rule in _words(speed_rule.__doc__)
@@ -233,6 +234,38 @@ def test_the_demo_manifest_parses():
     (kata,) = parse(GOOD)
     assert kata.tasks[0].caps == (("mlir", 1.2), ("tvm", 18))
     assert kata.tasks[0].shape == ("stride_one",)
+    assert kata.tasks[0].kind_class == ""
+
+
+#: The demo kata with a kind of its own, declared by the kata (tests/test_new_kata.py
+#: adds such a kata and runs it).
+OWN_KIND = GOOD.replace('module = "demo"', 'module = "demo"\nkinds = { sizes = "kind.SizesKind" }')
+
+
+def test_a_kata_may_declare_a_kind_of_its_own():
+    (kata,) = parse(OWN_KIND.replace('kind = "schedule"', 'kind = "sizes"'))
+    assert kata.tasks[0].kind == "sizes"
+    assert kata.tasks[0].kind_class == "katas/01_demo/kind.py:SizesKind"
+
+
+@pytest.mark.parametrize(
+    "kinds, expected",
+    [
+        ('{ schedule = "kind.SizesKind" }', r"kinds \['schedule'\] are the harness's own"),
+        ('{ sizes = "kind" }', r'expected a table of "module.Class" per kind'),
+        ('"kind.SizesKind"', r'expected a table of "module.Class" per kind'),
+    ],
+    ids=["shadows a kind", "no class", "not a table"],
+)
+def test_a_kata_declares_new_kinds_only_as_module_and_class(kinds, expected):
+    text = GOOD.replace('module = "demo"', f'module = "demo"\nkinds = {kinds}')
+    with pytest.raises(ManifestError, match=expected):
+        parse(text, ROOT / "katas" / "manifest.toml")
+
+
+def test_a_kind_neither_the_harness_nor_the_kata_declares_is_an_error():
+    with pytest.raises(ManifestError, match=r"kind = 'size': expected one of the KINDS .* own"):
+        parse(OWN_KIND.replace('kind = "schedule"', 'kind = "size"'))
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from xtc_katas import ROOT
-from xtc_katas.checks import speed_race
+from xtc_katas.checks import speed_judge
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import TUTORIAL
 from xtc_katas.measure import backends, machine, module_cache, numerics
@@ -50,7 +50,7 @@ class Compiles:
 
 
 def reference(workdir, backend):
-    return speed_race.compile_solution(workdir, KATA, FUNCTION, backend, TUTORIAL)
+    return speed_judge.compile_solution(workdir, KATA, FUNCTION, backend, TUTORIAL)
 
 
 def test_a_hit_skips_the_compile_and_loads_a_fresh_file_that_computes(
@@ -60,7 +60,7 @@ def test_a_hit_skips_the_compile_and_loads_a_fresh_file_that_computes(
     compiles = Compiles(workdir, monkeypatch)
     first = reference(workdir, backend)
     second = reference(workdir, backend)
-    naive = [speed_race.compile_naive(workdir, backend, TUTORIAL) for _ in range(2)]
+    naive = [speed_judge.compile_naive(workdir, backend, TUTORIAL) for _ in range(2)]
     assert compiles.count == 2  # the reference once, naive once
     paths = {m.file_name for m in (first, second, *naive)}
     assert len(paths) == 4 and all(Path(p).parent == tmp_path for p in paths)

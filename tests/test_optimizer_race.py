@@ -306,7 +306,7 @@ def test_random_search_with_another_seed_is_judged_not_learning(offset):
     def make(sample_fn, batch, seed):
         return race.random_optimizer(sample_fn, batch, seed + 1000 * offset)
 
-    result = race.race(make)
+    result = race.race_against_random(make)
     assert result.placebo_wins == 0, "the same suggestions whatever it observed: all ties"
     assert not result.passes
     assert "hardly depend on what observe() told you" in result.verdict()
@@ -318,7 +318,9 @@ def test_peeking_at_the_old_hidden_best_is_judged_not_learning():
 
 
 def test_looking_for_the_landscape_finds_it_only_where_the_race_does_not_run():
-    assert race.race(Peeker.make, secret=3, isolated=False).passes, "a real cheat, in-process"
+    assert race.race_against_random(Peeker.make, secret=3, isolated=False).passes, (
+        "a real cheat, in-process"
+    )
     verdict = race_verdict(Peeker.make)
     assert verdict and "hardly depend on what observe() told you" in verdict
 
@@ -329,7 +331,9 @@ def test_re_suggesting_evaluated_samples_is_named():
 
 
 def test_a_fixed_design_that_beats_random_search_is_still_judged_not_learning():
-    result = race.race(FixedCover, secret=11)  # a fixed secret: its wins vary with the secret
+    result = race.race_against_random(
+        FixedCover, secret=11
+    )  # a fixed secret: its wins vary with the secret
     assert result.wins >= 36, "it beats RandomOptimizer on most seeds"
     assert result.placebo_wins == 0 and not result.passes
     assert "hardly depend on what observe() told you" in result.verdict()
@@ -375,7 +379,7 @@ def test_right_answers_pass_every_cost_model_test(answer):
 def test_the_reference_passes_with_room_on_several_secrets():
     """The measured rate (lesson): no failure in 3000 secrets; here, a margin on three."""
     for secret in range(100, 103):
-        result = race.race(solution().make_optimizer, secret=secret, isolated=False)
+        result = race.race_against_random(solution().make_optimizer, secret=secret, isolated=False)
         assert result.wins >= race.WINS + 5 and result.placebo_wins >= race.WINS + 8, (
             secret,
             result.wins,

@@ -10,9 +10,8 @@ from xtc_katas.measure import numerics
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.workdir import Workdir
 
+#: The problem every check below reads its reduction (k) and axes from.
 PROBLEM = Matmul(4, 36, 512)
-#: The matmul's reduction, k: what every check below reads as the problem's.
-K = PROBLEM.reduction_axes
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +30,7 @@ def test_a_good_register_tile_has_no_mistakes(sch):
     sch.interchange(["i", "j", "k", "i1", "j1"])
     sch.unroll({"i1": 4})
     sch.vectorize(["j1"])
-    assert schedule_mistakes(sch, K) == []
+    assert schedule_mistakes(sch, PROBLEM) == []
 
 
 def test_a_good_split_has_no_mistakes(sch):
@@ -41,7 +40,7 @@ def test_a_good_split_has_no_mistakes(sch):
     sch.interchange(["j", "jv"], root="./j0")
     sch.vectorize(["jv"], root="./j0")
     sch.interchange(["j"], root="./j1")
-    assert schedule_mistakes(sch, K) == []
+    assert schedule_mistakes(sch, PROBLEM) == []
 
 
 @pytest.mark.parametrize(
@@ -72,7 +71,7 @@ def test_a_good_split_has_no_mistakes(sch):
 def test_mistakes_mlir_accepts_silently_are_named(sch, mistake, expected):
     mistake(sch)
     with pytest.raises(ScheduleMistake, match=expected) as info:
-        check_schedule(sch, "04_scheduling", "schedule_vectorize", K)
+        check_schedule(sch, "04_scheduling", "schedule_vectorize", PROBLEM)
     assert str(info.value).startswith("04_scheduling › schedule_vectorize(): ")
 
 
@@ -120,7 +119,7 @@ def apply_steps(backend, steps):
 @given(steps=schedules())
 def test_checks_agree_with_tvm_and_passing_schedules_compute(steps, tmp_path_factory):
     workdir = Workdir(tmp_path_factory.mktemp("property"))
-    mistakes = schedule_mistakes(apply_steps("mlir", steps)[1], K)
+    mistakes = schedule_mistakes(apply_steps("mlir", steps)[1], PROBLEM)
     impl, sch = apply_steps("tvm", steps)
     try:
         schedule = sch.schedule()
@@ -141,14 +140,14 @@ def test_checks_agree_with_tvm_and_passing_schedules_compute(steps, tmp_path_fac
 
 def test_an_unknown_loop_in_the_interchange_is_named(sch):
     sch.interchange(["i", "k", "jj"])
-    mistakes = schedule_mistakes(sch, K)
+    mistakes = schedule_mistakes(sch, PROBLEM)
     assert any("'jj', which is not a loop" in m for m in mistakes), mistakes
 
 
 def test_a_split_without_segment_interchanges_names_the_fix_and_keeps_xtc_error(sch):
     sch.split("j", {"j0": 0, "j1": 32})
     with pytest.raises(ScheduleMistake, match="each segment needs its own interchange") as info:
-        check_schedule(sch, "04_scheduling", "schedule_split", K)
+        check_schedule(sch, "04_scheduling", "schedule_split", PROBLEM)
     assert str(info.value).startswith("04_scheduling › schedule_split(): XTC cannot build")
     assert isinstance(info.value.__cause__, KeyError), "XTC's own error stays attached"
 
@@ -159,7 +158,7 @@ def test_a_loop_both_parallel_and_unrolled_is_named(sch):
     sch.interchange(["i", "j", "k", "j1"])
     sch.parallelize(["j1"])
     sch.unroll({"j1": 2})
-    assert any("cannot be both" in m for m in schedule_mistakes(sch, K))
+    assert any("cannot be both" in m for m in schedule_mistakes(sch, PROBLEM))
 
 
 def test_a_tile_left_out_of_the_interchange_says_add_it_not_vectorize_j(sch):
@@ -168,7 +167,7 @@ def test_a_tile_left_out_of_the_interchange_says_add_it_not_vectorize_j(sch):
     sch.strip_mine("j", {"j1": 16})
     sch.interchange(["i", "k", "j"])
     sch.vectorize(["j1"])
-    (mistake,) = schedule_mistakes(sch, K)
+    (mistake,) = schedule_mistakes(sch, PROBLEM)
     assert "add 'j1' to the interchange, last: ['i', 'k', 'j', 'j1']" in mistake
     assert "only the innermost" not in mistake
 
@@ -183,6 +182,6 @@ def test_a_convs_reductions_r_s_c_are_known_as_reductions(kind, loop):
     order.remove(loop)
     conv.interchange([*order, loop] if kind == "vectorize" else [loop, *order])
     getattr(conv, kind)([loop])
-    mistakes = schedule_mistakes(conv, RESNET18_02.reduction_axes)
+    mistakes = schedule_mistakes(conv, RESNET18_02)
     assert any(f"iterates the reduction axis {loop!r}" in m for m in mistakes), mistakes
     assert any("b or h or w or f" in m for m in mistakes)

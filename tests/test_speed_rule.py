@@ -1,4 +1,4 @@
-"""The speed rule (xtc_katas/measure/speed_rule.py), fed with figures measured on real machines.
+"""The speed rule (xtc_katas/checks/speed_rule.py), fed with figures measured on real machines.
 
 Each profile is one CPU's side-by-side figures for the same schedules (speedups over
 naive; kata 08: ratios to numpy). On every profile, the rule must pass the reference
@@ -14,8 +14,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from xtc_katas.checks.speed_rule import (
+    ABOVE_PREVIOUS,
+    HEADROOM,
+    SpeedBelowBar,
+    Speedups,
+    bar,
+    judge,
+)
 from xtc_katas.kata.manifest import find
-from xtc_katas.measure.speed_rule import ABOVE_PREVIOUS, HEADROOM, Race, SpeedBelowBar, bar, judge
 from xtc_katas.tools.flakecheck import MARGIN
 
 
@@ -122,7 +129,7 @@ def cap(f: Figures) -> float:
 @pytest.mark.parametrize("noise", [0.95, 1.0, 1.05])
 def test_a_correct_solution_passes_on_every_machine_with_room_to_spare(profile, f, noise):
     learner = f.reference * noise  # the reference's code, timed once more
-    race = Race(learner=learner, reference=f.reference, previous=f.previous)
+    race = Speedups(learner=learner, reference=f.reference, previous=f.previous)
     applied = judge(race, cap(f), "k", "x naive", "advice")
     assert applied.margin(learner) >= MARGIN, f"{profile}: {applied}"
 
@@ -136,7 +143,7 @@ WITH_PREVIOUS = [(case, id_) for case, id_ in zip(CASES, IDS, strict=True) if ca
 def test_the_previous_technique_fails_wherever_speed_can_tell_them_apart(profile, f):
     for noise in (0.95, 1.0, 1.05):
         learner = f.previous * noise  # the previous task's schedule handed in again
-        race = Race(learner=learner, reference=f.reference, previous=f.previous)
+        race = Speedups(learner=learner, reference=f.reference, previous=f.previous)
         if f.previous * 1.05 < HEADROOM * f.reference:
             with pytest.raises(SpeedBelowBar):
                 judge(race, cap(f), "k", "x naive", "advice")
@@ -148,25 +155,25 @@ def test_the_previous_technique_fails_wherever_speed_can_tell_them_apart(profile
 def test_the_bar_follows_the_reference_when_the_machine_is_slower():
     # Intel's kata 08 reference at 0.71x numpy, under the TVM cap of 0.65: the bar is
     # 0.7 of what the reference reached here, and the reference passes.
-    applied = bar(Race(learner=0.71, reference=0.71), cap=0.65)
+    applied = bar(Speedups(learner=0.71, reference=0.71), cap=0.65)
     assert applied.value == pytest.approx(HEADROOM * 0.71)
     assert "reference" in applied.reason
     # A learner's GOTO-style 4x16 kernel that ran 0.57x numpy on that machine passes;
     # one that forgot packing (0.3x) does not.
-    judge(Race(learner=0.57, reference=0.71), 0.65, "k", "x numpy", "a")
+    judge(Speedups(learner=0.57, reference=0.71), 0.65, "k", "x numpy", "a")
     with pytest.raises(SpeedBelowBar, match=r"0\.3x x numpy, below this run's bar of 0\.497x"):
-        judge(Race(learner=0.3, reference=0.71), 0.65, "k", "x numpy", "a")
+        judge(Speedups(learner=0.3, reference=0.71), 0.65, "k", "x numpy", "a")
 
 
 def test_the_cap_holds_on_a_fast_machine():
-    applied = bar(Race(learner=70, reference=112, previous=46), cap=66)
+    applied = bar(Speedups(learner=70, reference=112, previous=46), cap=66)
     assert applied.value == 66 and "cap" in applied.reason
 
 
 def test_a_cap_below_the_previous_technique_is_raised_above_it():
     # A machine where vectorization alone is fast: the MLIR register-tile cap (32) would
     # let a vectorized schedule (35x) through; the previous reference's race does not.
-    applied = bar(Race(learner=35, reference=80, previous=35), cap=32)
+    applied = bar(Speedups(learner=35, reference=80, previous=35), cap=32)
     assert applied.value == pytest.approx(ABOVE_PREVIOUS * 35)
     assert "previous" in applied.reason
 
@@ -174,7 +181,7 @@ def test_a_cap_below_the_previous_technique_is_raised_above_it():
 def test_the_failure_names_the_figures_of_the_run():
     with pytest.raises(SpeedBelowBar) as failure:
         judge(
-            Race(learner=20, reference=56, previous=27),
+            Speedups(learner=20, reference=56, previous=27),
             38,
             "04_scheduling › schedule_register_tile()",
             "faster than the naive schedule on tvm",
@@ -192,13 +199,13 @@ positive = st.floats(min_value=0.05, max_value=500, allow_nan=False)
 
 @given(reference=positive, previous=st.none() | positive, cap_=st.none() | positive)
 def test_the_reference_always_clears_the_bar_by_1_over_headroom(reference, previous, cap_):
-    applied = bar(Race(learner=reference, reference=reference, previous=previous), cap_)
+    applied = bar(Speedups(learner=reference, reference=reference, previous=previous), cap_)
     assert applied.margin(reference) >= 1 / HEADROOM - 1e-9
 
 
 @given(reference=positive, previous=positive, cap_=st.none() | positive)
 def test_the_previous_technique_never_passes_when_speed_can_tell(reference, previous, cap_):
-    applied = bar(Race(learner=previous, reference=reference, previous=previous), cap_)
+    applied = bar(Speedups(learner=previous, reference=reference, previous=previous), cap_)
     if ABOVE_PREVIOUS * previous <= HEADROOM * reference:
         assert applied.value >= ABOVE_PREVIOUS * previous - 1e-9
 
@@ -207,31 +214,31 @@ def test_a_step_that_does_not_pay_is_said_so_with_both_speedups():
     # Kata 10 on TVM, AMD EPYC family 25 (Zen 3): the blocking reference ran 17.8x naive
     # and the vectorize reference 16.8x in the same race.
     why = "LLVM had vectorized the blocked loop already"
-    race = Race(learner=16.4, reference=16.8, previous=17.8)
+    race = Speedups(learner=16.4, reference=16.8, previous=17.8)
     applied = judge(race, 6, "10_gemm › gemm_vectorize()", "x naive", "advice", why=why)
     assert "does not pay on this machine" in applied.step_note
     assert "16.8x" in applied.step_note and "17.8x" in applied.step_note
     assert why in applied.step_note
     # ... and in a failure of the same run, below the figures.
     with pytest.raises(SpeedBelowBar, match="does not pay on this machine"):
-        judge(Race(learner=2, reference=16.8, previous=17.8), 6, "k", "x naive", "a", why=why)
+        judge(Speedups(learner=2, reference=16.8, previous=17.8), 6, "k", "x naive", "a", why=why)
 
 
 def test_a_small_gain_is_named_as_small():
-    applied = bar(Race(learner=50, reference=52, previous=48), cap=60)
+    applied = bar(Speedups(learner=50, reference=52, previous=48), cap=60)
     assert "gained only 1.08x" in applied.step_note
 
 
 def test_a_step_that_pays_or_has_no_previous_step_gets_no_note():
-    assert bar(Race(learner=50, reference=56, previous=27), cap=38).step_note == ""
-    assert bar(Race(learner=50, reference=56), cap=38).step_note == ""
+    assert bar(Speedups(learner=50, reference=56, previous=27), cap=38).step_note == ""
+    assert bar(Speedups(learner=50, reference=56), cap=38).step_note == ""
 
 
 @given(reference=positive, previous=st.none() | positive, cap_=st.none() | positive)
 def test_the_reason_names_the_figure_the_bar_is_made_of(reference, previous, cap_):
     """A learner reads the reason to know what to beat: its first figure is the bar's.
     (The bar once read "1.15x the previous task's reference" at 0.7 x the reference.)"""
-    applied = bar(Race(learner=1, reference=reference, previous=previous), cap_)
+    applied = bar(Speedups(learner=1, reference=reference, previous=previous), cap_)
     if applied.reason.startswith("the task's cap"):
         assert applied.value == cap_
     elif applied.reason.startswith(f"{HEADROOM:g} of the reference"):

@@ -3,8 +3,8 @@
 Packages by role, each importing only the ones below it:
 
     kata      what a kata is and where the learner stands (manifest, problems, failures)
-    measure   build, run and time a kernel; the one speed rule
-    checks    judge a learner's code (shape, search, the speed race)
+    measure   build, run and time a kernel
+    checks    judge a learner's code (shape, search, the one speed rule and its races)
     plugin    pytest's side           cli: the learner's command     tools: maintainers'
     notebook  the learner's loop in a marimo app (started by cli)
 

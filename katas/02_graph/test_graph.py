@@ -52,8 +52,8 @@ def random_inputs(I, J, K, dtype, seed=0):  # noqa: E741
     return [rng.uniform(-1, 1, (I, K)).astype(dtype), rng.uniform(-1, 1, (K, J)).astype(dtype)]
 
 
-def test_matmul_graph_structure(kata):
-    graph = kata.matmul_graph(4, 32, 512)
+def test_matmul_graph_structure(learner_module):
+    graph = learner_module.matmul_graph(4, 32, 512)
     assert graph.name == "matmul"
     check_inputs(graph, 4, 32, 512, "float32")
     assert ops(graph) == [("C", "matmul")]
@@ -66,8 +66,8 @@ def test_matmul_graph_structure(kata):
 
 @settings(max_examples=25, deadline=None)
 @given(I=dims, J=dims, K=dims, dtype=dtypes)
-def test_matmul_graph_computes_a_at_b(kata, I, J, K, dtype):  # noqa: E741
-    graph = kata.matmul_graph(I, J, K, dtype)
+def test_matmul_graph_computes_a_at_b(learner_module, I, J, K, dtype):  # noqa: E741
+    graph = learner_module.matmul_graph(I, J, K, dtype)
     check_inputs(graph, I, J, K, dtype)
     a, b = random_inputs(I, J, K, dtype)
     got = forward(graph, [a, b])
@@ -75,8 +75,8 @@ def test_matmul_graph_computes_a_at_b(kata, I, J, K, dtype):  # noqa: E741
     np.testing.assert_allclose(got, a @ b, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-5)
 
 
-def test_matmul_relu_graph_structure(kata):
-    graph = kata.matmul_relu_graph(4, 32, 512)
+def test_matmul_relu_graph_structure(learner_module):
+    graph = learner_module.matmul_relu_graph(4, 32, 512)
     assert graph.name == "matmul_relu"
     check_inputs(graph, 4, 32, 512, "float32")
     assert ops(graph) == [("C", "matmul"), ("R", "relu")], "nodes in order: matmul C, relu R"
@@ -88,8 +88,8 @@ def test_matmul_relu_graph_structure(kata):
 
 @settings(max_examples=25, deadline=None)
 @given(I=dims, J=dims, K=dims, dtype=dtypes)
-def test_matmul_relu_graph_computes_relu_of_a_at_b(kata, I, J, K, dtype):  # noqa: E741
-    graph = kata.matmul_relu_graph(I, J, K, dtype)
+def test_matmul_relu_graph_computes_relu_of_a_at_b(learner_module, I, J, K, dtype):  # noqa: E741
+    graph = learner_module.matmul_relu_graph(I, J, K, dtype)
     check_inputs(graph, I, J, K, dtype)
     a, b = random_inputs(I, J, K, dtype, seed=1)
     got = forward(graph, [a, b])
@@ -100,7 +100,7 @@ def test_matmul_relu_graph_computes_relu_of_a_at_b(kata, I, J, K, dtype):  # noq
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_matmul_graph_and_matmul_relu_graph_keep_the_dtype(kata, dtype):
-    for build in (kata.matmul_graph, kata.matmul_relu_graph):
+def test_matmul_graph_and_matmul_relu_graph_keep_the_dtype(learner_module, dtype):
+    for build in (learner_module.matmul_graph, learner_module.matmul_relu_graph):
         graph = build(3, 5, 7, dtype)
         assert [t.dtype for t in graph.inputs_types + graph.outputs_types] == [dtype] * 3

@@ -32,9 +32,9 @@ def naive(problem, backend, workdir):
     return workdir.compile(impl, impl.get_scheduler().schedule(), stem="naive")
 
 
-def test_compile_baseline_computes_the_matmul(kata, backend, workdir):
+def test_compile_baseline_computes_the_matmul(learner_module, backend, workdir):
     dump_file = workdir.dump_file("learner")
-    module = kata.compile_baseline(TUTORIAL.graph(), backend.Backend, dump_file)
+    module = learner_module.compile_baseline(TUTORIAL.graph(), backend.Backend, dump_file)
     assert module is not None, "compile_baseline must return the compiled module"
     assert module.file_name.startswith(dump_file), (
         f"the module was written to {module.file_name}: pass dump_file={dump_file!r} to "
@@ -43,16 +43,18 @@ def test_compile_baseline_computes_the_matmul(kata, backend, workdir):
     numerics.assert_computes(module, TUTORIAL, backend.name)
 
 
-def test_compile_baseline_computes_matmul_then_relu(kata, backend, workdir):
-    module = kata.compile_baseline(WITH_RELU.graph(), backend.Backend, workdir.dump_file())
+def test_compile_baseline_computes_matmul_then_relu(learner_module, backend, workdir):
+    module = learner_module.compile_baseline(
+        WITH_RELU.graph(), backend.Backend, workdir.dump_file()
+    )
     numerics.assert_computes(module, WITH_RELU, backend.name, kinds=("signed", "edge"))
 
 
-def test_compile_baseline_applies_no_transformation(kata, backend, workdir):
+def test_compile_baseline_applies_no_transformation(learner_module, backend, workdir):
     # Read from the loop nest, so it holds on every machine: an interchange that gains
     # only 1.8x on MLIR is as wrong here as one that gains 27x on TVM.
     recorder = SchedulerRecorder(backend.Backend)
-    kata.compile_baseline(TUTORIAL.graph(), recorder.Backend, workdir.dump_file())
+    learner_module.compile_baseline(TUTORIAL.graph(), recorder.Backend, workdir.dump_file())
     assert recorder.schedulers, (
         "03_compile › compile_baseline(): get the scheduler from the backend: "
         "Backend(graph).get_scheduler()"
@@ -68,11 +70,15 @@ def test_compile_baseline_applies_no_transformation(kata, backend, workdir):
 
 
 @pytest.mark.perf
-def test_compile_baseline_is_the_untransformed_loop_nest(kata, backend, workdir, record_perf):
+def test_compile_baseline_is_the_untransformed_loop_nest(
+    learner_module, backend, workdir, record_perf
+):
     # A baseline is the yardstick of every later speedup: it must be XTC's default loop
     # nest. Side by side with the harness's own, it runs at the same speed (a tuned
     # schedule is 15x+ faster; the bounds leave room for a noisy machine).
-    learner = kata.compile_baseline(TUTORIAL.graph(), backend.Backend, workdir.dump_file())
+    learner = learner_module.compile_baseline(
+        TUTORIAL.graph(), backend.Backend, workdir.dump_file()
+    )
     timings = time_side_by_side(
         {"learner": learner, "naive": naive(TUTORIAL, backend, workdir)},
         TUTORIAL,
@@ -102,9 +108,9 @@ class FakeModule:
         return self.result
 
 
-def test_percent_of_peak_of_uses_the_fastest_call(kata):
+def test_percent_of_peak_of_uses_the_fastest_call(learner_module):
     module = FakeModule([3e-3, 1e-3, 2e-3])
-    got = kata.percent_of_peak_of(module, fmas=10**6, peak_fmas_per_s=2e9)
+    got = learner_module.percent_of_peak_of(module, fmas=10**6, peak_fmas_per_s=2e9)
     assert module.evaluated >= 1, "percent_of_peak_of must evaluate the module"
     # 1e6 FMAs in 1 ms = 1e9 FMA/s, half of a 2e9 FMA/s peak.
     assert got == pytest.approx(50.0), (
@@ -112,10 +118,10 @@ def test_percent_of_peak_of_uses_the_fastest_call(kata):
     )
 
 
-def test_percent_of_peak_of_raises_when_evaluation_fails(kata):
+def test_percent_of_peak_of_raises_when_evaluation_fails(learner_module):
     module = FakeModule([], code=1, message="kernel returned error")
     try:
-        kata.percent_of_peak_of(module, fmas=10**6, peak_fmas_per_s=2e9)
+        learner_module.percent_of_peak_of(module, fmas=10**6, peak_fmas_per_s=2e9)
     except NotImplementedError:  # a RuntimeError too, but not the one we want
         raise
     except RuntimeError as exc:
@@ -126,13 +132,13 @@ def test_percent_of_peak_of_raises_when_evaluation_fails(kata):
 
 @pytest.mark.perf  # the harness times the kernel too: not beside other tests (pytest -n)
 def test_percent_of_peak_of_a_real_module_agrees_with_the_harness(
-    kata, backend, workdir, peak, record_perf
+    learner_module, backend, workdir, peak, record_perf
 ):
     module = naive(TUTORIAL, backend, workdir)
     # Your function runs the kernel: in a child process, so a crash fails this test only.
     # The module it gets keeps the times its evaluators return (measure/observed.py).
     got, times = run_isolated(
-        call_observing, kata.percent_of_peak_of, module, TUTORIAL.fmas, peak()
+        call_observing, learner_module.percent_of_peak_of, module, TUTORIAL.fmas, peak()
     )
     record_perf(percent_of_peak=got)
     if times:
@@ -213,9 +219,11 @@ class StreamsAtGetCompiler:
 
 
 @pytest.mark.parametrize("what", ["source_ir", "transformed_ir", "assembly"])
-def test_generated_code_captures_the_printed_text(kata, backend, workdir, what):
+def test_generated_code_captures_the_printed_text(learner_module, backend, workdir, what):
     streams = StreamsAtGetCompiler(backend.Backend)
-    text = kata.generated_code(TUTORIAL.graph(), streams.Backend, workdir.dump_file(), what)
+    text = learner_module.generated_code(
+        TUTORIAL.graph(), streams.Backend, workdir.dump_file(), what
+    )
     assert isinstance(text, str) and text.strip(), (
         f"generated_code(..., {what!r}) returned nothing on {backend}: {streams.why_empty(backend)}"
     )
@@ -235,8 +243,8 @@ def test_generated_code_captures_the_printed_text(kata, backend, workdir, what):
         )
 
 
-def test_generated_code_rejects_an_unknown_what_before_compiling(kata, backend, workdir):
+def test_generated_code_rejects_an_unknown_what_before_compiling(learner_module, backend, workdir):
     dump_file = workdir.dump_file()
     with pytest.raises(ValueError):
-        kata.generated_code(TUTORIAL.graph(), backend.Backend, dump_file, "lowered")
+        learner_module.generated_code(TUTORIAL.graph(), backend.Backend, dump_file, "lowered")
     assert not os.listdir(workdir.path), "nothing should be compiled for an unknown `what`"

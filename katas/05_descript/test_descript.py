@@ -4,7 +4,7 @@ checks; its `task` fixture applies f's spec on the manifest's problem for that t
 The same three judgements as kata 04, on the loop nest the spec declares: it computes
 A @ B, it has the shape the task asks (read from `get_loop_nest()` after
 descript_scheduler), and it reaches this run's bar, timed side by side with the naive
-schedule, the reference spec and the previous task's reference (xtc_katas/measure/speed_rule.py).
+schedule, the reference spec and the previous task's reference (xtc_katas/checks/speed_rule.py).
 """
 
 import pytest

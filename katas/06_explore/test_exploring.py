@@ -5,7 +5,7 @@
   spec), to check the contract, laziness, robustness and honesty;
 - on your `candidate_specs()`: the three your search scored best are timed side by side,
   and the fastest is raced, on this machine, against the naive schedule and kata 05's
-  register tile and vectorized specs (xtc_katas/measure/speed_rule.py).
+  register tile and vectorized specs (xtc_katas/checks/speed_rule.py).
 """
 
 import pytest
@@ -42,10 +42,10 @@ def searches():
     return {}
 
 
-def search(searches, kata, backend, peak, specs, key):
+def search(searches, learner_module, backend, peak, specs, key):
     if (backend.name, key) not in searches:
         counter = search_checks.CompileCounter(backend.Backend)
-        generator = kata.explore(TUTORIAL.graph(), counter.Backend, specs, peak())
+        generator = learner_module.explore(TUTORIAL.graph(), counter.Backend, specs, peak())
         # In a child process: a crashing candidate fails these tests, not the session.
         searches[backend.name, key] = run_isolated(
             search_checks.take_all,
@@ -59,9 +59,9 @@ def search(searches, kata, backend, peak, specs, key):
 
 
 @pytest.fixture
-def harness_run(searches, kata, backend, peak, workdir):
+def harness_run(searches, learner_module, backend, peak, workdir):
     """The harness-list search, run on first call inside a test (so a stub fails the test)."""
-    return lambda: search(searches, kata, backend, peak, HARNESS_SPECS, "harness")
+    return lambda: search(searches, learner_module, backend, peak, HARNESS_SPECS, "harness")
 
 
 def compiled(kata_entry, spec, label, backend, workdir, stem):
@@ -76,8 +76,8 @@ def names(specs):
 # --- candidate_specs --------------------------------------------------------------------
 
 
-def test_candidate_specs_are_at_most_32_named_valid_specs(kata, kata_entry, backend):
-    specs = kata.candidate_specs()
+def test_candidate_specs_are_at_most_32_named_valid_specs(learner_module, kata_entry, backend):
+    specs = learner_module.candidate_specs()
     assert isinstance(specs, list) and specs, "candidate_specs() returns a non-empty list"
     assert len(specs) <= 32, f"{len(specs)} candidates: keep the search to 32 at most"
     for n, entry in enumerate(specs):
@@ -91,20 +91,20 @@ def test_candidate_specs_are_at_most_32_named_valid_specs(kata, kata_entry, back
     assert not duplicates, f"names must be unique to read the results: {sorted(duplicates)}"
 
 
-def test_candidate_specs_all_schedule_cleanly(kata, kata_entry, backend):
+def test_candidate_specs_all_schedule_cleanly(learner_module, kata_entry, backend):
     # Each candidate goes through descript_scheduler and the schedule checks: a search
     # space of broken specs wastes the search's time and hides its results.
-    for name, spec in kata.candidate_specs():
+    for name, spec in learner_module.candidate_specs():
         schedule_spec(kata_entry, spec, f"candidate_specs() › {name!r}", backend, TUTORIAL)
 
 
 MIN_CANDIDATES = 4
 
 
-def test_candidate_specs_is_a_space_worth_searching(kata, kata_entry, backend):
+def test_candidate_specs_is_a_space_worth_searching(learner_module, kata_entry, backend):
     # A search over one spec, or over loop orders alone, measures nothing worth a search:
     # the space needs several candidates, and register tiles among them (kata 04).
-    specs = kata.candidate_specs()
+    specs = learner_module.candidate_specs()
     assert len(specs) >= MIN_CANDIDATES, (
         f"06_explore › candidate_specs() has {len(specs)} candidate(s): a search needs a "
         f"space, at least {MIN_CANDIDATES} (vary the tile's rows, its width, the order)"
@@ -125,10 +125,10 @@ def test_candidate_specs_is_a_space_worth_searching(kata, kata_entry, backend):
 
 @pytest.mark.perf
 def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
-    searches, kata, kata_entry, backend, peak, workdir, speed_check
+    searches, learner_module, kata_entry, backend, peak, workdir, speed_judge
 ):
-    specs = kata.candidate_specs()
-    run = search(searches, kata, backend, peak, specs, "learner")
+    specs = learner_module.candidate_specs()
+    run = search(searches, learner_module, backend, peak, specs, "learner")
     search_checks.require(
         search_checks.contract_mistakes(run, names(specs), "spec"), "06_explore › explore()"
     )
@@ -146,7 +146,7 @@ def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
     # The race: naive, your best, kata 05's register tile (the reference) and its
     # vectorized spec (the previous technique), side by side on this machine.
     why = candidate_shape(kata_entry, scheduler, backend)
-    speed_check(
+    speed_judge(
         "candidate_specs",
         TUTORIAL,
         learner,
@@ -159,21 +159,21 @@ def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
 # --- explore ----------------------------------------------------------------------------
 
 
-def test_explore_yields_index_total_name_and_percent(kata, harness_run):
+def test_explore_yields_index_total_name_and_percent(learner_module, harness_run):
     search_checks.require(
         search_checks.contract_mistakes(harness_run(), names(HARNESS_SPECS), "spec"),
         "06_explore › explore()",
     )
 
 
-def test_explore_compiles_one_candidate_per_item(kata, harness_run):
+def test_explore_compiles_one_candidate_per_item(learner_module, harness_run):
     search_checks.require(
         search_checks.laziness_mistakes(harness_run(), valid=len(HARNESS_SPECS) - 1),
         "06_explore › explore()",
     )
 
 
-def test_explore_scores_a_broken_spec_zero_and_goes_on(kata, harness_run):
+def test_explore_scores_a_broken_spec_zero_and_goes_on(learner_module, harness_run):
     items = harness_run().items
     assert len(items) == len(HARNESS_SPECS), (
         f"06_explore › explore(): the search stopped after {len(items)} of "
@@ -190,7 +190,7 @@ def test_explore_scores_a_broken_spec_zero_and_goes_on(kata, harness_run):
 
 @pytest.mark.perf
 def test_explore_reports_what_the_harness_measures(
-    kata, kata_entry, backend, harness_run, peak, workdir, record_perf
+    learner_module, kata_entry, backend, harness_run, peak, workdir, record_perf
 ):
     run = harness_run()
     reported = {item[2]: item[3] for item in run.items}

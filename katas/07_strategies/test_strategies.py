@@ -5,7 +5,7 @@
   an invalid sample, to check the contract, laziness, robustness and honesty;
 - with your `make_strategy(graph)`, 30 samples of seed 42: the three it scored best are
   timed side by side, and the fastest is raced, on this machine, against the naive
-  schedule and kata 05's register tile (xtc_katas/measure/speed_rule.py).
+  schedule and kata 05's register tile (xtc_katas/checks/speed_rule.py).
 """
 
 import pytest
@@ -56,10 +56,10 @@ def searches():
     return {}
 
 
-def search(searches, kata, backend, peak, strategy, num, seed, key):
+def search(searches, learner_module, backend, peak, strategy, num, seed, key):
     if (backend.name, key) not in searches:
         counter = search_checks.CompileCounter(backend.Backend)
-        generator = kata.explore_strategy(
+        generator = learner_module.explore_strategy(
             STRATEGY.graph(), counter.Backend, strategy, num, seed, peak()
         )
         # In a child process: a crashing sample fails these tests, not the session.
@@ -76,10 +76,10 @@ def search(searches, kata, backend, peak, strategy, num, seed, key):
 
 
 @pytest.fixture
-def harness_run(searches, kata, backend, peak, workdir):
+def harness_run(searches, learner_module, backend, peak, workdir):
     """The harness-strategy search, run on first call inside a test (so a stub fails it)."""
     strategy = harness_strategy(STRATEGY.graph())
-    return lambda: search(searches, kata, backend, peak, strategy, 4, 0, "harness")
+    return lambda: search(searches, learner_module, backend, peak, strategy, 4, 0, "harness")
 
 
 def compile_sample(strategy, sample, backend, workdir, stem):
@@ -94,10 +94,10 @@ WHERE = "07_strategies › explore_strategy()"
 # --- make_strategy ----------------------------------------------------------------------
 
 
-def test_make_strategy_returns_an_xtc_strategy(kata):
+def test_make_strategy_returns_an_xtc_strategy(learner_module):
     # Duck typing, as XTC's own search does: a strategy of xtc.search.strategies, or a
     # wrapper that filters its samples (the tutorial's section 8), both pass.
-    strategy = kata.make_strategy(STRATEGY.graph())
+    strategy = learner_module.make_strategy(STRATEGY.graph())
     missing = [m for m in ("sample", "generate") if not callable(getattr(strategy, m, None))]
     assert not missing, (
         f"07_strategies › make_strategy() returned a {type(strategy).__name__} without "
@@ -111,11 +111,11 @@ def test_make_strategy_returns_an_xtc_strategy(kata):
 
 @pytest.mark.perf
 def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
-    searches, kata, kata_entry, backend, peak, workdir, speed_check
+    searches, learner_module, kata_entry, backend, peak, workdir, speed_judge
 ):
     graph = STRATEGY.graph()
-    strategy = kata.make_strategy(graph)
-    _, run = search(searches, kata, backend, peak, strategy, NUM, SEED, "learner")
+    strategy = learner_module.make_strategy(graph)
+    _, run = search(searches, learner_module, backend, peak, strategy, NUM, SEED, "learner")
     samples = [list(s) for s in strategy.sample(NUM, SEED)]
     search_checks.require(search_checks.contract_mistakes(run, samples, "sample"), WHERE)
     # Your search's timer ranks the samples; the harness re-times its best three side by
@@ -129,7 +129,7 @@ def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
     numerics.assert_computes(learner, STRATEGY, backend.name)
     # The race: naive, your best sample and kata 05's hand-written register tile (the
     # reference) on this problem, side by side on this machine.
-    speed_check(
+    speed_judge(
         "make_strategy",
         STRATEGY,
         learner,
@@ -145,17 +145,17 @@ def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
 # --- explore_strategy ------------------------------------------------------------------
 
 
-def test_explore_strategy_yields_exactly_the_drawn_samples_in_order(kata, harness_run):
+def test_explore_strategy_yields_exactly_the_drawn_samples_in_order(learner_module, harness_run):
     strategy, run = harness_run()
     samples = list(strategy.sample(4, 0))
     search_checks.require(search_checks.contract_mistakes(run, samples, "sample"), WHERE)
 
 
-def test_explore_strategy_compiles_one_sample_per_item(kata, harness_run):
+def test_explore_strategy_compiles_one_sample_per_item(learner_module, harness_run):
     search_checks.require(search_checks.laziness_mistakes(harness_run()[1], valid=3), WHERE)
 
 
-def test_explore_strategy_scores_an_invalid_sample_zero_and_goes_on(kata, harness_run):
+def test_explore_strategy_scores_an_invalid_sample_zero_and_goes_on(learner_module, harness_run):
     items = harness_run()[1].items
     assert len(items) == 4, (
         f"{WHERE}: the search stopped after {len(items)} of 4 samples; catch the invalid "
@@ -168,7 +168,7 @@ def test_explore_strategy_scores_an_invalid_sample_zero_and_goes_on(kata, harnes
 
 @pytest.mark.perf
 def test_explore_strategy_reports_what_the_harness_measures(
-    kata, backend, harness_run, peak, workdir, record_perf
+    learner_module, backend, harness_run, peak, workdir, record_perf
 ):
     strategy, run = harness_run()
     samples = [list(s) for s in strategy.sample(4, 0)]

@@ -13,10 +13,13 @@ import pytest
 from xtc_katas.checks import loop_nests
 
 
-def why_fusion_costs(nest):
+def why_fusion_costs(task):
     """The cause a slow fused kernel's nest shows, for the failure's "next:" line ("" for
     the task's last hint)."""
-    return "; ".join(loop_nests.fused_consumer(nest) + loop_nests.fused_part_rows(nest))
+    nest, problem = task.loop_nest(), task.problem
+    return "; ".join(
+        loop_nests.fused_consumer(nest, problem) + loop_nests.fused_part_rows(nest, problem)
+    )
 
 
 # --- schedule_fused: the relu inside the matmul's nest ------------------------------------
@@ -35,7 +38,7 @@ def test_schedule_fused_fuses_the_relu_outside_k_around_a_register_tile(task):
 @pytest.mark.perf
 @pytest.mark.task("schedule_fused")
 def test_schedule_fused_keeps_up_with_itself_unfused(task):
-    task.assert_speed(advice=why_fusion_costs(task.loop_nest()))
+    task.assert_speed(advice=why_fusion_costs(task))
 
 
 # --- fused_spec: the same, declared ---------------------------------------------------------
@@ -54,4 +57,4 @@ def test_fused_spec_fuses_the_relu_outside_k_around_a_register_tile(task):
 @pytest.mark.perf
 @pytest.mark.task("fused_spec")
 def test_fused_spec_keeps_up_with_itself_unfused(task):
-    task.assert_speed(advice=why_fusion_costs(task.loop_nest()))
+    task.assert_speed(advice=why_fusion_costs(task))

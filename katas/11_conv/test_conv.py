@@ -7,7 +7,7 @@ Python loop per output), and on the real layer compiled as it is, against numpy.
 schedules are judged as in every kata: they compute the layer (numpy in float64 on
 random, signed and edge inputs), their loop nest has the task's shape, and timed side by
 side with the naive kernel, the reference and one sample of XTC's strategy, they reach
-this run's bar (xtc_katas/measure/speed_rule.py).
+this run's bar (xtc_katas/checks/speed_rule.py).
 """
 
 import numpy as np
@@ -58,11 +58,11 @@ class GraphMistake(KataFailure):
 CONV2D_SHAPE_CHECK = "unexpected with shapes: "
 
 
-def layer_graph(kata, name):
-    """kata.conv_layer_graph(name); a stride or a weights' layout that XTC's conv2d
+def layer_graph(learner_module, name):
+    """learner_module.conv_layer_graph(name); a stride or a weights' layout that XTC's conv2d
     rejects is named as such."""
     try:
-        return kata.conv_layer_graph(name)
+        return learner_module.conv_layer_graph(name)
     except AssertionError as exc:
         if CONV2D_SHAPE_CHECK in str(exc):
             layer = RESNET18_02 if name == "ResNet18_02" else SMALL[name][0]
@@ -151,14 +151,14 @@ def forward(graph, inputs):
 # --- conv_layer_graph ---------------------------------------------------------------------
 
 
-def test_conv_layer_graph_builds_resnet18_02(kata):
-    check_graph(layer_graph(kata, "ResNet18_02"), RESNET18_02, "ResNet18_02")
+def test_conv_layer_graph_builds_resnet18_02(learner_module):
+    check_graph(layer_graph(learner_module, "ResNet18_02"), RESNET18_02, "ResNet18_02")
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
-def test_conv_layer_graph_computes_small_layers_of_the_catalogue(kata, name):
+def test_conv_layer_graph_computes_small_layers_of_the_catalogue(learner_module, name):
     layer = SMALL[name][0]
-    graph = layer_graph(kata, name)
+    graph = layer_graph(learner_module, name)
     check_graph(graph, layer, name)
     # the image as the learner sized it: any size giving the layer's output is right
     inputs = make_inputs(shapes(graph.inputs_types), layer.dtype, "signed", seed=1)
@@ -167,8 +167,8 @@ def test_conv_layer_graph_computes_small_layers_of_the_catalogue(kata, name):
     )
 
 
-def test_conv_layer_graph_compiles_to_the_real_layer(kata, backend, workdir):
-    graph = layer_graph(kata, "ResNet18_02")
+def test_conv_layer_graph_compiles_to_the_real_layer(learner_module, backend, workdir):
+    graph = layer_graph(learner_module, "ResNet18_02")
     check_graph(graph, RESNET18_02, "ResNet18_02")
     impl = backend.Backend(graph)
     module = workdir.compile(impl, impl.get_scheduler().schedule(), stem="layer")

@@ -78,10 +78,10 @@ def sample_mistake(sample) -> str | None:
 
 
 @pytest.mark.parametrize("batch", [1, 3, 8])
-def test_make_optimizer_follows_xtcs_interface(kata, batch):
+def test_make_optimizer_follows_xtcs_interface(learner_module, batch):
     from xtc.itf.search.optimizer import Optimizer
 
-    optimizer = kata.make_optimizer(race.sample_fn, batch, 0)
+    optimizer = learner_module.make_optimizer(race.sample_fn, batch, 0)
     if not isinstance(optimizer, Optimizer):
         fail(
             f"make_optimizer() returned a {type(optimizer).__name__}: return an instance of "
@@ -105,7 +105,7 @@ def test_make_optimizer_follows_xtcs_interface(kata, batch):
     optimizer.finished()
 
 
-def test_make_optimizer_is_reproducible_for_a_seed(kata):
+def test_make_optimizer_is_reproducible_for_a_seed(learner_module):
     runs = []
     for _ in range(2):
         evaluated = []
@@ -114,7 +114,7 @@ def test_make_optimizer_is_reproducible_for_a_seed(kata):
             evaluated.extend(race.plain(in_x))
             return [PRACTICE(x) for x in race.plain(in_x)]
 
-        race.drive(kata.make_optimizer(race.sample_fn, 3, 7), evaluate, 16, 3)
+        race.drive(learner_module.make_optimizer(race.sample_fn, 3, 7), evaluate, 16, 3)
         runs.append(evaluated)
     if runs[0] != runs[1]:
         fail(
@@ -125,8 +125,8 @@ def test_make_optimizer_is_reproducible_for_a_seed(kata):
         )
 
 
-def test_make_optimizer_learns_and_beats_random_sampling(kata, record_perf):
-    result = race.race(kata.make_optimizer)
+def test_make_optimizer_learns_and_beats_random_sampling(learner_module, record_perf):
+    result = race.race_against_random(learner_module.make_optimizer)
     record_perf(
         median_best=result.learner_median,
         random_median_best=result.random_median,
@@ -142,10 +142,10 @@ def test_make_optimizer_learns_and_beats_random_sampling(kata, record_perf):
 
 
 @pytest.mark.parametrize("budget, batch", [(1, 4), (10, 4), (13, 4), (10, 3), (5, 1)])
-def test_search_spends_exactly_the_budget(kata, budget, batch):
+def test_search_spends_exactly_the_budget(learner_module, budget, batch):
     evaluate, calls = counting(PRACTICE)
     optimizer = Recorder(race.random_optimizer(race.sample_fn, batch, 1))
-    results = kata.search(optimizer, evaluate, budget)
+    results = learner_module.search(optimizer, evaluate, budget)
     where = f"search(): with a budget of {budget} and batches of {batch}"
     if len(calls) != budget:
         fail(
@@ -162,9 +162,9 @@ def test_search_spends_exactly_the_budget(kata, budget, batch):
         fail(f"{where}, call finished() once, at the end ({optimizer.finished_calls} calls)")
 
 
-def test_search_observes_each_batch_before_the_next_suggest(kata):
+def test_search_observes_each_batch_before_the_next_suggest(learner_module):
     optimizer = Recorder(race.random_optimizer(race.sample_fn, 4, 2))
-    kata.search(optimizer, PRACTICE, 12)
+    learner_module.search(optimizer, PRACTICE, 12)
     if len(optimizer.suggested) != 3 or len(optimizer.observed) != 3:
         fail(
             f"search(): {len(optimizer.suggested)} suggest() and {len(optimizer.observed)} "
@@ -179,8 +179,12 @@ def test_search_observes_each_batch_before_the_next_suggest(kata):
 
 
 @pytest.mark.perf
-def test_make_optimizer_runs_inside_xtcs_exploration(kata, backend, workdir, peak, record_perf):
-    found = race.explore_for_real(kata.make_optimizer, backend.name, str(workdir.path), peak())
+def test_make_optimizer_runs_inside_xtcs_exploration(
+    learner_module, backend, workdir, peak, record_perf
+):
+    found = race.explore_for_real(
+        learner_module.make_optimizer, backend.name, str(workdir.path), peak()
+    )
     if mistakes := race.exploration_mistakes(found):
         listed = "\n".join(f"  - {m}" for m in mistakes)
         fail(f"make_optimizer(): in XTC's exploration on {backend.name}:\n{listed}")

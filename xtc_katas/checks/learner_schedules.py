@@ -20,13 +20,17 @@ from __future__ import annotations
 import argparse
 import copy
 import functools
+import hashlib
+import importlib.util
 import inspect
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar
 
+from xtc_katas import ROOT
 from xtc_katas.checks.schedule import ScheduleMistake, check_schedule
 from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import Problem
@@ -260,7 +264,7 @@ def apply_schedule(
     calls, built = record_schedule(kata, module, function, backend, problem)
     if unfused:
         built = replay_unfused(kata, function, calls, backend, problem)
-    check_schedule(built[1], kata.id, function, problem.reduction_axes)
+    check_schedule(built[1], kata.id, function, problem)
     return built
 
 
@@ -270,9 +274,9 @@ def apply_schedule_pair(
     """One call of `module.function(sch)`, two checked (impl, scheduler): its calls
     replayed as made, and without their fusion calls."""
     calls, fused = record_schedule(kata, module, function, backend, problem)
-    check_schedule(fused[1], kata.id, function, problem.reduction_axes)
+    check_schedule(fused[1], kata.id, function, problem)
     unfused = replay_unfused(kata, function, calls, backend, problem)
-    check_schedule(unfused[1], kata.id, function, problem.reduction_axes)
+    check_schedule(unfused[1], kata.id, function, problem)
     return fused, unfused
 
 
@@ -300,7 +304,7 @@ def apply_strategy(
     sample = next(iter(strategy.sample(1, STRATEGY_SEED)))
     impl, scheduler = fresh_scheduler(backend, problem)
     strategy.generate(scheduler, list(sample))
-    check_schedule(scheduler, kata.id, function, problem.reduction_axes)
+    check_schedule(scheduler, kata.id, function, problem)
     return impl, scheduler
 
 
@@ -321,7 +325,7 @@ def apply_large(
             f"{kata.id} › {function}(sch, threads) returned a {type(returned).__name__}: "
             "it must apply the schedule to `sch` and return None"
         )
-    check_schedule(scheduler, kata.id, function, problem.reduction_axes)
+    check_schedule(scheduler, kata.id, function, problem)
     return impl, scheduler
 
 
@@ -336,13 +340,16 @@ def plain(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def learner_spec(kata: Kata, module: ModuleType, function: str) -> dict:
+def learner_spec(kata: Kata, module: ModuleType, function: str, problem: Problem) -> dict:
     """The dict `module.function()` returns (called once), as a plain deep copy."""
     spec = getattr(module, function)()
     if not isinstance(spec, dict):
+        vector = problem.vector_axis
+        example: dict[str, dict] = {dim: {} for dim in problem.dims if dim != vector}
+        example |= {vector: {}, f"{vector}#16": {"vectorize": True}}
         raise ScheduleMistake(
             f"{kata.id} › {function}() returned a {type(spec).__name__}, not a dict: return "
-            'the spec itself, e.g. {"i": {}, "k": {}, "j": {}, "j#16": {"vectorize": True}}'
+            f"the spec itself, e.g. {example!r}"
         )
     return plain(spec)
 
@@ -357,7 +364,7 @@ def apply_spec(
 ) -> tuple[Any, Any]:
     """Apply the dict `module.function()` returns with descript_scheduler; check the result.
     `unfused`: without its fusion annotations (without_fusion)."""
-    spec = learner_spec(kata, module, function)
+    spec = learner_spec(kata, module, function, problem)
     if unfused:
         spec = without_fusion(spec)
     return schedule_spec(kata, spec, f"{function}()", backend, problem)
@@ -368,7 +375,7 @@ def apply_spec_pair(
 ) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
     """One call of `module.function()`, two checked (impl, scheduler): its spec, and the
     same dict without its fusion annotations."""
-    spec = learner_spec(kata, module, function)
+    spec = learner_spec(kata, module, function, problem)
     unfused = without_fusion(copy.deepcopy(spec))
     return (
         schedule_spec(kata, spec, f"{function}()", backend, problem),
@@ -403,10 +410,10 @@ def schedule_spec(
         raise ScheduleMistake(
             f"{kata.id} › {label}: descript_scheduler rejected the spec with "
             f"{type(exc).__name__}: {exc}\n  the spec: {spec!r}\n  Keys are loops, outer to "
-            'inner: an axis ("i"), a tile ("j#16"), a split segment ("j[0:32]") holding its '
-            "own nested spec"
+            f'inner: an axis ("{problem.dims[0]}"), a tile ("{problem.vector_axis}#16"), a '
+            f'split segment ("{problem.vector_axis}[0:32]") holding its own nested spec'
         ) from exc
-    check_schedule(scheduler, kata.id, label, problem.reduction_axes)
+    check_schedule(scheduler, kata.id, label, problem)
     return impl, scheduler
 
 
@@ -436,7 +443,7 @@ class TaskKind:
     name: str = ""
     #: `xtc-katas show` can build its schedule.
     shown: ClassVar[bool] = False
-    #: `xtc-katas report` races it as its test does (speed_race.race, over naive).
+    #: `xtc-katas report` races it as its test does (speed_judge.race, over naive).
     raced: ClassVar[bool] = False
     #: Raced against numpy on 1 and more threads (kata 08): report, calibration.
     numpy_race: ClassVar[bool] = False
@@ -672,8 +679,45 @@ NO_KIND = TaskKind("")
 
 
 def kind_of(task: Task | None) -> TaskKind:
-    """The kind of `task` (NO_KIND for a task without one, or no task)."""
-    return KINDS[task.kind] if task is not None and task.kind else NO_KIND
+    """The kind of `task` (NO_KIND for a task without one, or no task): one of KINDS, or
+    a kind its kata declares (declared_kind)."""
+    if task is None or not task.kind:
+        return NO_KIND
+    return declared_kind(task.kind, task.kind_class) if task.kind_class else KINDS[task.kind]
+
+
+@functools.cache
+def declared_kind(name: str, where: str) -> TaskKind:
+    """A kind a kata declares in the manifest (its `kinds`), for tasks no kind of KINDS
+    fits: the TaskKind subclass at `where` ("katas/NN_name/module.py:Class"), imported
+    once from the kata's folder. A new kind of kata then needs no harness change: its
+    class says how the learner's function becomes a schedule, and which commands apply.
+    """
+    file, class_name = where.split(":")
+    path = ROOT / file
+    module_name = f"xtc_katas_kind_{path.parent.name}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise LookupError(f"{where}: no such file, for the kind {name!r} (katas/manifest.toml)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look their module up
+    spec.loader.exec_module(module)
+    found = getattr(module, class_name, None)
+    if not (isinstance(found, type) and issubclass(found, TaskKind)):
+        raise LookupError(
+            f"{where}: no TaskKind subclass {class_name!r} for the kind {name!r} "
+            "(katas/manifest.toml; xtc_katas/checks/learner_schedules.py has TaskKind)"
+        )
+    return found(name)
+
+
+def kind_source(task: Task | None) -> str:
+    """A hash of the module of a kind its kata declares ("" for the harness's kinds, whose
+    code module_cache hashes with xtc_katas): what a cached reference module's key needs
+    besides, since that module's code builds the reference's schedule."""
+    if task is None or not task.kind_class:
+        return ""
+    return hashlib.sha256((ROOT / task.kind_class.split(":")[0]).read_bytes()).hexdigest()
 
 
 def feeder_of(kata: Kata, task: Task) -> Task:

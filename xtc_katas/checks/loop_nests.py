@@ -147,20 +147,35 @@ def _where(node: Any) -> str:
     return "" if node.parent is None else f" in split segment {node.root!r}"
 
 
-def stride_one(loop_nest: Any, axis: str = "j") -> list[str]:
-    """The innermost loop walks B's and C's rows (axis j): consecutive addresses."""
+def stride_one(loop_nest: Any, problem: Problem) -> list[str]:
+    """The innermost loop walks the problem's vector axis (a matmul's j, along the rows of
+    B and C): consecutive addresses."""
+    axis = problem.vector_axis
+    order = [*(dim for dim in _outer_first(problem) if dim != axis), axis]
     return [
         f"the innermost loop{_where(node)} is {loop.name!r}, over axis {loop.axis!r}: "
-        f"each step jumps a whole row of B or C. Put a loop over {axis!r} last in the "
-        'interchange, e.g. interchange(["i", "k", "j"])'
+        f"each step jumps to another row in memory. Put a loop over {axis!r} last in the "
+        f"interchange, e.g. interchange({order!r})"
         for node, loop in innermost(loop_nest)
         if loop.axis != axis
     ]
 
 
-def vector_tile(loop_nest: Any, node: Any | None = None, axis: str = "j") -> list[str]:
-    """The node's innermost loop is a vectorized tile of j, a multiple of the lanes."""
-    node = node or loop_nest.root_node
+def _outer_first(problem: Problem) -> list[str]:
+    """The problem's axes in the order its examples give them: the output's axes, then
+    its reductions (a matmul's i, j, k; a conv's b, h, w, f, r, s, c)."""
+    reductions = [dim for dim in problem.dims if dim in problem.reduction_axes]
+    return [*(dim for dim in problem.dims if dim not in reductions), *reductions]
+
+
+def vector_tile(loop_nest: Any, problem: Problem) -> list[str]:
+    """The innermost loop is a vectorized tile of the problem's vector axis, a multiple
+    of the lanes."""
+    return _vector_tile(loop_nest, loop_nest.root_node, problem.vector_axis)
+
+
+def _vector_tile(loop_nest: Any, node: Any, axis: str) -> list[str]:
+    """The node's innermost loop is a vectorized tile of `axis`, a multiple of the lanes."""
     simd = machine()
     node_loops = loops(node, loop_axes(loop_nest))
     if not node_loops or node_loops[-1].segment:
@@ -187,28 +202,25 @@ def vector_tile(loop_nest: Any, node: Any | None = None, axis: str = "j") -> lis
     return mistakes
 
 
-def register_tile(
-    loop_nest: Any,
-    i: str | tuple[str, ...] = "i",
-    j: str = "j",
-    k: str | tuple[str, ...] = "k",
-) -> list[str]:
-    """Inside the k loop, an unrolled tile of i times a vectorized tile of j.
+def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
+    """Inside the reduction loops, an unrolled tile of one of the problem's tile axes
+    times a vectorized tile of its vector axis: for a matmul, a tile of i by j inside k.
 
-    That tile of the output lives in vector registers for the whole k loop: each step
+    That tile of the output lives in vector registers for the whole reduction: each step
     loads one vector of B's tile (or of the weights) and broadcasts one element of A (or
-    of the image) per unrolled step, and does i1 x j1/lanes FMAs. `k` may name several
-    reduction axes (a convolution's r, s, c): the tile is inside all of them. `i` may
-    name several axes any of which can be the unrolled one: a convolution's output
-    columns w or rows h (each of its unrolled steps reads its own pixel of the image, and
-    shares the weights' vector with the others), with j = f, the output channels.
+    of the image) per unrolled step, and does i1 x j1/lanes FMAs. A convolution has
+    several reduction axes (r, s, c): the tile is inside all of them; and several axes
+    any of which can be the unrolled one: its output columns w or rows h (each of its
+    unrolled steps reads its own pixel of the image, and shares the weights' vector with
+    the others), with the output channels f as the vector.
     """
     node = loop_nest.root_node
-    mistakes = vector_tile(loop_nest, node, axis=j)
+    j = problem.vector_axis
+    mistakes = _vector_tile(loop_nest, node, j)
     node_loops = loops(node, loop_axes(loop_nest))
     names = [loop.name for loop in node_loops]
-    unrolled_axes = (i,) if isinstance(i, str) else i
-    reductions = (k,) if isinstance(k, str) else k
+    unrolled_axes = problem.tile_axes
+    reductions = problem.reduction_axes
     k = "/".join(reductions)
     k_positions = [n for n, loop in enumerate(node_loops) if loop.axis in reductions]
     last_k = max(k_positions, default=-1)
@@ -217,7 +229,7 @@ def register_tile(
         for loop in node_loops[last_k + 1 : -1]
         if loop.axis in unrolled_axes and loop.size is not None
     ]
-    what = _tile_rows(unrolled_axes, j)
+    what = problem.tile_words
     innermost = node_loops[-1] if node_loops else None
     if not i_tiles and innermost is not None and innermost.axis in unrolled_axes:
         return [
@@ -283,15 +295,10 @@ def register_tile(
     return mistakes
 
 
-def _tile_rows(unrolled_axes: tuple[str, ...], j: str) -> str:
-    """What the unrolled tile holds, in the problem's words: rows of C for a matmul."""
-    if unrolled_axes == ("i",) and j == "j":
-        return "several rows of C"
-    return f"several {' or '.join(unrolled_axes)} positions of the output (by {j!r})"
-
-
-def split_main_part(loop_nest: Any, axis: str = "j") -> list[str]:
-    """j split into segments, one of them with a vectorized tile (the main part)."""
+def split_main_part(loop_nest: Any, problem: Problem) -> list[str]:
+    """The vector axis split into segments, one of them with a vectorized tile (the main
+    part)."""
+    axis = problem.vector_axis
     root = loop_nest.root_node
     segments = root.splits.get(axis, {})
     if len(segments) < 2:
@@ -303,11 +310,11 @@ def split_main_part(loop_nest: Any, axis: str = "j") -> list[str]:
     vectorized = [
         child
         for child in root.children
-        if child.root in segments and not vector_tile(loop_nest, child, axis=axis)
+        if child.root in segments and not _vector_tile(loop_nest, child, axis)
     ]
     if not vectorized:
         first = next((c for c in root.children if c.root in segments), None)
-        why = vector_tile(loop_nest, first, axis=axis) if first is not None else []
+        why = _vector_tile(loop_nest, first, axis) if first is not None else []
         return [
             f"no segment of {axis!r} has a vectorized tile: vectorize the main part"
             + (f" ({why[0]})" if why else "")
@@ -315,13 +322,10 @@ def split_main_part(loop_nest: Any, axis: str = "j") -> list[str]:
     return []
 
 
-def parallel_outer(
-    loop_nest: Any,
-    parallel_axes: tuple[str, ...] = ("i", "j"),
-    sizes: dict[str, int] | None = None,
-) -> list[str]:
+def parallel_outer(loop_nest: Any, problem: Problem) -> list[str]:
     """The outermost loop runs in parallel, over an axis without a reduction, and has
-    iterations to share (with `sizes`, the problem's axis sizes)."""
+    iterations to share (by the problem's axis sizes)."""
+    parallel_axes = _output_axes(problem)
     root = loop_nest.root_node
     root_loops = loops(root, loop_axes(loop_nest))
     if not root.parallelize:
@@ -338,7 +342,13 @@ def parallel_outer(
         ]
     if outer.axis not in parallel_axes:
         return [f"the outermost loop {outer.name!r} walks {outer.axis!r}, a reduction"]
-    return _too_few_iterations(root, outer, sizes)
+    return _too_few_iterations(root, outer, problem.axis_sizes)
+
+
+def _output_axes(problem: Problem) -> tuple[str, ...]:
+    """The problem's axes that are not reductions: each output element is computed by
+    one iteration of them, so any of them can be shared by threads."""
+    return tuple(dim for dim in problem.dims if dim not in problem.reduction_axes)
 
 
 def _free_inside(node_loops: list[Loop], name: str, axes: tuple[str, ...]) -> list[str]:
@@ -353,7 +363,7 @@ def _free_inside(node_loops: list[Loop], name: str, axes: tuple[str, ...]) -> li
     ]
 
 
-def _outside_reduction(node_loops: list[Loop], name: str, k: str = "k") -> bool:
+def _outside_reduction(node_loops: list[Loop], name: str, k: str) -> bool:
     """Whether loop `name` is outside every loop over the reduction axis `k`."""
     names = [loop.name for loop in node_loops]
     if name not in names:
@@ -362,26 +372,30 @@ def _outside_reduction(node_loops: list[Loop], name: str, k: str = "k") -> bool:
     return names.index(name) < first_k
 
 
-def fused_consumer(loop_nest: Any, k: str = "k") -> list[str]:
-    """The relu runs inside the matmul's nest (one nest, not two), fused at a loop that
-    is outside the reduction, where C's values in that block are final."""
+def fused_consumer(loop_nest: Any, problem: Problem) -> list[str]:
+    """The consumer (kata 09's relu) runs inside the scheduled node's nest (one nest, not
+    two), fused at a loop that is outside the reduction, where the node's values in that
+    block are final."""
+    k = _one(problem.reduction_axes)
+    node_name, outer = problem.scheduled_node, _outer_first(problem)[0]
     node = loop_nest.root_node
     if not node.fuse_consumer_at:
         return [
-            "the relu still runs in a nest of its own, after the whole matmul: fuse it "
-            'into the matmul\'s nest with sch.fuse_consumer_at("i") (or {"fuse_consumer": '
-            "True} on that loop of a spec)"
+            f"the relu still runs in a nest of its own, after the whole of {node_name}: fuse "
+            f"it into {node_name}'s nest with sch.fuse_consumer_at({outer!r}) (or "
+            '{"fuse_consumer": True} on that loop of a spec)'
         ]
     node_loops = loops(node, loop_axes(loop_nest))
     return [
         f"the relu is fused at {at!r}, inside the {k!r} loop (the interchange is "
-        f"{node.interchange}): there C holds partial sums, so fuse at a loop outside {k!r}"
+        f"{node.interchange}): there {node_name} holds partial sums, so fuse at a loop "
+        f"outside {k!r}"
         for at in node.fuse_consumer_at
         if not _outside_reduction(node_loops, at, k)
     ]
 
 
-def fused_part_rows(loop_nest: Any, j: str = "j") -> list[str]:
+def fused_part_rows(loop_nest: Any, problem: Problem) -> list[str]:
     """Where a fused relu's blocks are parts of rows of C, not whole rows: advice for a
     slow fused kernel, not a shape mistake (on MLIR such a fusion costs nothing).
 
@@ -389,6 +403,9 @@ def fused_part_rows(loop_nest: Any, j: str = "j") -> list[str]:
     range of C that covers it, whole rows for a block of rows, 1552 floats for a 4x16
     block of a 512-wide C (kata 09's lesson).
     """
+    j = problem.vector_axis
+    outer = _outer_first(problem)
+    tiles = [f"{dim}1" for dim in outer if dim not in problem.reduction_axes]
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     names = [loop.name for loop in node_loops]
@@ -400,24 +417,22 @@ def fused_part_rows(loop_nest: Any, j: str = "j") -> list[str]:
         if columns:
             found.append(
                 f"the relu is fused at {at!r}, with {columns} (over {j!r}) at or outside it: "
-                "each fused block is part of some rows of C, not whole rows, and on TVM "
-                "XTC 0.3.2's one-dimensional relu copies the range of C that covers the "
-                f"block. Put every loop over {j!r} inside the fused loop, e.g. "
-                'interchange(["i", "j", "k", "i1", "j1"]) and fuse_consumer_at("i")'
+                f"each fused block is part of some rows of {problem.scheduled_node}, not "
+                "whole rows, and on TVM XTC 0.3.2's one-dimensional relu copies the range "
+                f"of {problem.scheduled_node} that covers the block. Put every loop over "
+                f"{j!r} inside the fused loop, e.g. interchange({[*outer, *tiles]!r}) and "
+                f"fuse_consumer_at({outer[0]!r})"
             )
     return found
 
 
-def blocked(
-    loop_nest: Any,
-    i: str = "i",
-    j: str = "j",
-    k: str = "k",
-    sizes: dict[str, int] | None = None,
-) -> list[str]:
-    """C is computed block by block: i and j are tiled into blocks smaller than the matrix
-    (with `sizes`), their loops over blocks (the axes' outer loops) are the two outermost
-    loops, and k is walked in steps (a tile of k)."""
+def blocked(loop_nest: Any, problem: Problem) -> list[str]:
+    """The output is computed block by block (kata 10's C): the tile axis i and the vector
+    axis j are tiled into blocks smaller than the matrix, their loops over blocks (the
+    axes' outer loops) are the two outermost loops, and the reduction k is walked in
+    steps (a tile of k)."""
+    i, j, k = _one(problem.tile_axes), problem.vector_axis, _one(problem.reduction_axes)
+    sizes = problem.axis_sizes
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     names = [loop.name for loop in node_loops]
@@ -430,7 +445,7 @@ def blocked(
     for axis in (i, j):
         tiles = node.tiles.get(axis, {})
         block = next(iter(tiles.items()), None)
-        if sizes and block and axis in sizes and block[1] >= sizes[axis]:
+        if block and axis in sizes and block[1] >= sizes[axis]:
             mistakes.append(
                 f"the block {block[0]!r} of {block[1]} covers the whole axis {axis!r} "
                 f"({sizes[axis]}): the loop over blocks then runs once and C is one block. "
@@ -460,15 +475,17 @@ def blocked(
     return mistakes
 
 
-def permuted(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[str]:
-    """Inside a block: a row of C's block, then a tile of k, then the vector tile of j.
+def permuted(loop_nest: Any, problem: Problem) -> list[str]:
+    """Inside a block: a row of the output's block (a tile of i), then a tile of the
+    reduction k, then the vector tile of j.
 
     One row of the block (j1 / lanes vectors) then stays in registers while the k tile
     runs, and A is read along its rows (stride 1) instead of down its columns.
     """
+    i, j, k = _one(problem.tile_axes), problem.vector_axis, _one(problem.reduction_axes)
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
-    mistakes = vector_tile(loop_nest, node, axis=j)
+    mistakes = _vector_tile(loop_nest, node, j)
     last_three = [loop.axis for loop in node_loops[-3:]]
     if last_three != [i, k, j] or node_loops[-2].size is None:
         mistakes.append(
@@ -480,19 +497,21 @@ def permuted(loop_nest: Any, i: str = "i", j: str = "j", k: str = "k") -> list[s
     return mistakes
 
 
-def packed(loop_nest: Any, input_idx: int = 1, name: str = "B", k: str = "k") -> list[str]:
-    """Input `input_idx` (B) is copied into a packed buffer (pack_at) at a loop outside
+def packed(loop_nest: Any, problem: Problem, input_idx: int = 1) -> list[str]:
+    """Input `input_idx` (a matmul's B) is copied into a packed buffer (pack_at) at a loop
+    outside
     the reduction: once per block, the whole panel the block reads over k (or, at the
     loop over rows of blocks, all of B once per row of blocks: the same copying, 16 MiB
     at 512^3, as TVM's tutorial packs all of B). Packed inside a loop over k, the copy
     runs again at every step of that loop."""
+    name, k, j = problem.input_names[input_idx], _one(problem.reduction_axes), problem.vector_axis
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     at = [loop for loop, entry in node.pack_at.items() if entry[0] == input_idx]
     if not at:
         return [
             f"{name} (input {input_idx}) is read where it lies: pack the panel each block "
-            f'reads with sch.pack_at("j", {input_idx}) (or {{"pack": ({input_idx}, None, '
+            f'reads with sch.pack_at("{j}", {input_idx}) (or {{"pack": ({input_idx}, None, '
             "False)} on that loop of a spec)"
         ]
     if any(_outside_reduction(node_loops, loop, k) for loop in at):
@@ -500,7 +519,7 @@ def packed(loop_nest: Any, input_idx: int = 1, name: str = "B", k: str = "k") ->
     return [
         f"{name} is packed at {at[0]!r}, inside the {k!r} loop (the interchange is "
         f"{node.interchange}): the copy then runs at every step of {k!r}, for a few rows "
-        f'each time. Pack at the loop over blocks of j, sch.pack_at("j", {input_idx}): the '
+        f'each time. Pack at the loop over blocks of {j}, sch.pack_at("{j}", {input_idx}): the '
         "block's whole panel, copied once"
     ]
 
@@ -510,21 +529,23 @@ def packed(loop_nest: Any, input_idx: int = 1, name: str = "B", k: str = "k") ->
 RECORDS_BUFFER_AT = ("tvm",)
 
 
-def write_cache(
-    loop_nest: Any, backend: str, k: str = "k", block: tuple[str, ...] = ("i", "j")
-) -> list[str]:
-    """C's block accumulates in a write buffer, outside the reduction and inside the
-    loops over blocks (of every axis in `block`), so that it holds one block, with the k
-    tile unrolled. On a backend that drops buffer_at unrecorded (MLIR), only the unroll
-    shows. (Learner review: buffer_at("i") in the order i, j, k, a row of blocks, got
-    the speed test's "your loop nest has this step's shape".)"""
+def write_cache(loop_nest: Any, problem: Problem, backend: str) -> list[str]:
+    """The output's block (kata 10's C) accumulates in a write buffer, outside the
+    reduction and inside the loops over blocks (of every axis but the reduction), so that
+    it holds one block, with the reduction's tile unrolled. On a backend that drops
+    buffer_at unrecorded (MLIR), only the unroll shows. (Learner review: buffer_at("i")
+    in the order i, j, k, a row of blocks, got the speed test's "your loop nest has this
+    step's shape".)"""
+    k, block = _one(problem.reduction_axes), (*problem.tile_axes, problem.vector_axis)
+    output = problem.scheduled_node
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     mistakes = []
     if not node.buffer_at and backend in RECORDS_BUFFER_AT:
         mistakes.append(
-            'C\'s block is accumulated where C lies: sch.buffer_at("j") gives it a write '
-            "buffer, written back once the block is done"
+            f"{output}'s block is accumulated where {output} lies: "
+            f"sch.buffer_at({problem.vector_axis!r}) gives it a write buffer, written back "
+            "once the block is done"
         )
     for at in node.buffer_at:
         if not _outside_reduction(node_loops, at, k):
@@ -544,7 +565,7 @@ def write_cache(
     unrolled = [tile for tile in k_tiles if tile.name in node.unroll]
     if not unrolled:
         mistakes.append(
-            f'the tile of {k!r} is not unrolled: unroll it (e.g. unroll({{"k1": 4}})) so '
+            f'the tile of {k!r} is not unrolled: unroll it (e.g. unroll({{"{k}1": 4}})) so '
             "its steps run back to back on the row kept in registers"
         )
     elif all(tile.size is not None and node.unroll[tile.name] < tile.size for tile in unrolled):
@@ -557,35 +578,28 @@ def write_cache(
     return mistakes
 
 
-def parallel_rows(
-    loop_nest: Any,
-    rows: str = "h",
-    batch: str = "b",
-    parallel_axes: tuple[str, ...] = ("h", "w", "f"),
-    sizes: dict[str, int] | None = None,
-) -> list[str]:
-    """A convolution's output is shared by the cores: the parallel loop walks the rows h
-    (the lesson's choice), or the columns w or the channels f (each output element is
-    computed by one thread either way), nothing that repeats runs outside it (the batch,
-    of size 1 here, may), and it has iterations to share (with `sizes`)."""
+def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
+    """The output is shared by the cores (kata 11's convolution): the parallel loop walks
+    an axis of the output (the lesson's choice, a conv's rows h, the outermost one with
+    iterations to share; or its columns or channels: each output element is computed by
+    one thread either way), nothing that repeats runs outside it (an axis of size 1, a
+    batch of one image, may), and it has iterations to share."""
+    parallel_axes, sizes = _output_axes(problem), problem.axis_sizes
+    rows = next((dim for dim in parallel_axes if sizes[dim] > 1), parallel_axes[0])
     root = loop_nest.root_node
     root_loops = loops(root, loop_axes(loop_nest))
     parallel = [loop for loop in root_loops if loop.name in root.parallelize]
     if not parallel:
-        return [f'no loop is parallelized: parallelize(["{rows}"]), the output rows']
+        return [f'no loop is parallelized: parallelize(["{rows}"]), over the output']
     first = root_loops.index(parallel[0])
     either = ", ".join(repr(a) for a in parallel_axes)
     mistakes = [
         f"the parallel loop {loop.name!r} walks {loop.axis!r}: parallelize a loop over the "
-        f"output ({either}), e.g. the rows, {rows!r}"
+        f"output ({either}), e.g. {rows!r}"
         for loop in parallel
         if loop.axis not in parallel_axes
     ]
-    outside = [
-        loop.name
-        for loop in root_loops[:first]
-        if (trip_count(root, loop, sizes) or 2) > 1 and (sizes or loop.axis != batch)
-    ]
+    outside = [loop.name for loop in root_loops[:first] if (trip_count(root, loop, sizes) or 2) > 1]
     if outside:
         mistakes.append(
             f"loops {outside} run outside the parallel loop: they would fork and join the "
@@ -601,45 +615,23 @@ def parallel_rows(
 #: `task.assert_shape()` asserts the task's list, in order; the harness's own tests read
 #: the same list (tests/test_loop_nests.py).
 SHAPES: dict[str, Callable[[Any, Problem, str], list[str]]] = {
-    "stride_one": lambda nest, problem, backend: stride_one(nest, axis=problem.vector_axis),
-    "vector_tile": lambda nest, problem, backend: vector_tile(nest, axis=problem.vector_axis),
-    "register_tile": lambda nest, problem, backend: register_tile(
-        nest, i=problem.tile_axes, j=problem.vector_axis, k=problem.reduction_axes
-    ),
-    "split_main_part": lambda nest, problem, backend: split_main_part(
-        nest, axis=problem.vector_axis
-    ),
-    "parallel_outer": lambda nest, problem, backend: parallel_outer(
-        nest,
-        parallel_axes=tuple(a for a in problem.axis_sizes if a not in problem.reduction_axes),
-        sizes=problem.axis_sizes,
-    ),
-    "fused_consumer": lambda nest, problem, backend: fused_consumer(
-        nest, k=_one(problem.reduction_axes)
-    ),
-    "blocked": lambda nest, problem, backend: blocked(
-        nest,
-        i=_one(problem.tile_axes),
-        j=problem.vector_axis,
-        k=_one(problem.reduction_axes),
-        sizes=problem.axis_sizes,
-    ),
-    "permuted": lambda nest, problem, backend: permuted(
-        nest, i=_one(problem.tile_axes), j=problem.vector_axis, k=_one(problem.reduction_axes)
-    ),
-    "packed": lambda nest, problem, backend: packed(nest, k=_one(problem.reduction_axes)),
-    "write_cache": lambda nest, problem, backend: write_cache(
-        nest,
-        backend,
-        k=_one(problem.reduction_axes),
-        block=(*problem.tile_axes, problem.vector_axis),
-    ),
-    "parallel_rows": lambda nest, problem, backend: parallel_rows(nest),
+    "stride_one": lambda nest, problem, backend: stride_one(nest, problem),
+    "vector_tile": lambda nest, problem, backend: vector_tile(nest, problem),
+    "register_tile": lambda nest, problem, backend: register_tile(nest, problem),
+    "split_main_part": lambda nest, problem, backend: split_main_part(nest, problem),
+    "parallel_outer": lambda nest, problem, backend: parallel_outer(nest, problem),
+    "fused_consumer": lambda nest, problem, backend: fused_consumer(nest, problem),
+    "blocked": lambda nest, problem, backend: blocked(nest, problem),
+    "permuted": lambda nest, problem, backend: permuted(nest, problem),
+    "packed": lambda nest, problem, backend: packed(nest, problem),
+    "write_cache": write_cache,
+    "parallel_rows": lambda nest, problem, backend: parallel_rows(nest, problem),
 }
 
 
 def _one(axes: tuple[str, ...]) -> str:
-    """The one axis of a check that reads a single one (a matmul's k, its i)."""
+    """The one axis of a check that reads a single one (a matmul's k, its i): kata 10's
+    checks of blocks and packing are written for one reduction and one tile axis."""
     if len(axes) != 1:
         raise LookupError(f"this shape check reads one axis, the problem has {axes}")
     return axes[0]

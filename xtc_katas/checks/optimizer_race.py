@@ -463,7 +463,7 @@ def serve(children: dict[LearnerProcess, Oracle], seeds: int, budget: int) -> No
                 del waiting[connection]
 
 
-def race(
+def race_against_random(
     make_optimizer: Callable[[SampleFn, int, int], Any],
     seeds: Sequence[int] = SEEDS,
     budget: int = BUDGET,
@@ -711,7 +711,10 @@ def simulate(
 ) -> list[OptimizerRace]:
     """`trials` races, race n on secret n with `make_optimizer(n)`, in this process (the
     optimizers are trusted: isolation would only add two forks per race)."""
-    return [race(make_optimizer(n), secret=n, isolated=False) for n in range(first, first + trials)]
+    return [
+        race_against_random(make_optimizer(n), secret=n, isolated=False)
+        for n in range(first, first + trials)
+    ]
 
 
 def _unseeded_random(trial: int) -> Callable[[SampleFn, int, int], Any]:

@@ -9,11 +9,13 @@ structure on both backends) and names the mistake and the fix.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xtc_katas.checks.loop_nests import loop_axes
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
+
+if TYPE_CHECKING:
+    from xtc_katas.kata.problems import Problem
 
 
 class ScheduleMistake(KataFailure):
@@ -23,23 +25,25 @@ class ScheduleMistake(KataFailure):
 RACES = {"parallelize": "threads would race", "vectorize": "lanes would collide"}
 
 
-def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str]) -> list[str]:
-    """What is wrong with the recorded schedule, in words a learner can act on;
-    `reduction_axes`: the problem's (Problem.reduction_axes)."""
+def schedule_mistakes(scheduler: Any, problem: Problem) -> list[str]:
+    """What is wrong with the recorded schedule of `problem`'s scheduled node, in words a
+    learner can act on: its reductions are the problem's (Problem.reduction_axes)."""
     from xtc.schedules.exceptions import ScheduleValidationError
 
     try:
         loop_nest = scheduler.get_loop_nest()
     except Exception as exc:
+        split = problem.vector_axis
+        segments = [*(d for d in problem.dims if d != split), f"{split}0", f"{split}1"]
         raise ScheduleMistake(
             f"XTC cannot build a loop nest from this schedule ({type(exc).__name__}: {exc}). "
-            "After a split, the root interchange must name the segments (e.g. "
-            '["i", "k", "j0", "j1"]) and each segment needs its own interchange, '
-            'e.g. sch.interchange(["j"], root="./j1")'
+            f"After a split, the root interchange must name the segments (e.g. {segments!r} "
+            f"for a split of {split!r}) and each segment needs its own interchange, e.g. "
+            f'sch.interchange(["{split}"], root="./{split}1")'
         ) from exc
     dims = list(loop_nest.abstract_dims)
     axes = loop_axes(loop_nest)
-    reductions = set(reduction_axes)
+    reductions = set(problem.reduction_axes)
     mistakes = []
     for node in loop_nest.nodes:
         where = "" if node.parent is None else f" (inside split segment {node.root})"
@@ -106,14 +110,15 @@ def schedule_mistakes(scheduler: Any, reduction_axes: Iterable[str]) -> list[str
     return mistakes
 
 
-def check_schedule(scheduler: Any, kata: str, function: str, reduction_axes: Iterable[str]) -> None:
-    """Raise ScheduleMistake naming the kata, the function and each mistake.
+def check_schedule(scheduler: Any, kata: str, function: str, problem: Problem) -> None:
+    """Raise ScheduleMistake naming the kata, the function and each mistake of the
+    schedule of `problem`'s scheduled node.
 
     `function` is a name ("schedule_split") or a fuller label ("candidate_specs() › 'x'").
     """
     label = function if "(" in function else f"{function}()"
     try:
-        mistakes = schedule_mistakes(scheduler, reduction_axes)
+        mistakes = schedule_mistakes(scheduler, problem)
     except ScheduleMistake as exc:
         raise ScheduleMistake(f"{kata} › {label}: {exc}") from exc.__cause__
     raise_mistakes(ScheduleMistake, f"{kata} › {label}: the schedule has mistakes", mistakes)

@@ -13,6 +13,8 @@ Every call builds on a fresh scheduler and compiles into the test's own work dir
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -25,9 +27,9 @@ from xtc_katas.measure import numerics
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.workdir import Workdir
 
-if TYPE_CHECKING:  # annotations only: the plugin hands a SpeedCheck in
-    from xtc_katas.checks.speed_race import SpeedCheck
-    from xtc_katas.measure.speed_rule import Bar
+if TYPE_CHECKING:  # annotations only: the plugin hands a SpeedJudge in
+    from xtc_katas.checks.speed_judge import SpeedJudge
+    from xtc_katas.checks.speed_rule import Bar
 
 #: The inputs every numerics check feeds: random, signed, and the edge values.
 INPUT_KINDS = ("random", "signed", "edge")
@@ -40,7 +42,20 @@ class TaskUnderTest:
     module: ModuleType  # the learner's stub module, or the reference with --solutions
     backend: KataBackend
     workdir: Workdir
-    speed_check: SpeedCheck
+    speed_judge: SpeedJudge
+    #: The race against numpy (race_against_numpy.assert_keeps_up_with_numpy), handed
+    #: in by the plugin as the speed judge is.
+    numpy_judge: Callable[[TaskUnderTest, str], Bar]
+    #: The test's fixtures by name (request.getfixturevalue): a race against numpy times
+    #: numpy with pytest-benchmark's `benchmark`, asked for only then.
+    fixture: Callable[[str], Any]
+    #: The threads its kernel is scheduled for, for a kind scheduled per thread count
+    #: (kata 08's: `task.on_threads(n)`); every other kind ignores it.
+    threads: int = 1
+
+    def on_threads(self, threads: int) -> TaskUnderTest:
+        """The same task, its kernel scheduled for `threads` threads."""
+        return dataclasses.replace(self, threads=threads)
 
     @property
     def function(self) -> str:
@@ -61,7 +76,7 @@ class TaskUnderTest:
         """(XTC backend, scheduler) after the learner's function, checked by the harness;
         `unfused`: with the function's fusion left out."""
         return self.kind.schedule(
-            self.kata, self.module, self.function, self.backend, self.problem, unfused
+            self.kata, self.module, self.function, self.backend, self.problem, unfused, self.threads
         )
 
     def scheduled_pair(self) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
@@ -74,14 +89,16 @@ class TaskUnderTest:
     def compiled(self, unfused: bool = False) -> Any:
         impl, scheduler = self.scheduled(unfused)
         stem = f"{self.function}{'_unfused' if unfused else ''}"
+        stem += f"_{self.threads}threads" if self.threads != 1 else ""
         return self.workdir.compile(impl, scheduler.schedule(), stem=stem)
 
     def loop_nest(self) -> Any:
         return self.scheduled()[1].get_loop_nest()
 
-    def assert_computes(self) -> None:
-        """The compiled kernel computes A @ B on harness-made inputs (numerics.py)."""
-        numerics.assert_computes(self.compiled(), self.problem, self.backend.name, INPUT_KINDS)
+    def assert_computes(self, kinds: tuple[str, ...] = INPUT_KINDS) -> None:
+        """The compiled kernel computes the problem on harness-made inputs of `kinds`
+        (numerics.py)."""
+        numerics.assert_computes(self.compiled(), self.problem, self.backend.name, kinds)
 
     def shape_mistakes(self) -> list[str]:
         """What the loop nest lacks of the shape the manifest names for this task (its
@@ -102,13 +119,17 @@ class TaskUnderTest:
 
     def assert_speed(self, advice: str = "") -> Bar:
         """Race the learner's kernel against naive, the reference and the previous task's
-        reference (speed_race.py), or, for a task whose baseline is "unfused", against
-        itself unfused (one call's schedule, and the same minus its fusion); assert this
-        run's bar (speed_rule.py). `advice`: the failure's "next:" line when the test
-        knows the cause from the loop nest (default: the task's last hint)."""
+        reference (speed_judge.py), or, for a task whose baseline is "unfused", against
+        itself unfused (one call's schedule, and the same minus its fusion), or, for a
+        kind raced against numpy (kata 08), with its reference against numpy on
+        `threads` threads (race_against_numpy.py); assert this run's bar (speed_rule.py).
+        `advice`: the failure's "next:" line when the test knows the cause from the loop
+        nest (default: the task's last hint)."""
+        if self.kind.numpy_race:
+            return self.numpy_judge(self, advice)
         learner, unfused = self.kind.compiled(
             self.kata, self.module, self.task, self.backend, self.problem, self.workdir
         )
-        return self.speed_check(
+        return self.speed_judge(
             self.function, self.problem, learner, advice, learner_unfused=unfused
         )

@@ -88,7 +88,7 @@ def optimizer_convergence(kata: Kata, args: argparse.Namespace) -> int:
 
     function = explored_task(kata, "optimizer").function
     module = loader.load(kata, solution=args.solutions)
-    result = optimizer_race.race(getattr(module, function))
+    result = optimizer_race.race_against_random(getattr(module, function))
     side = "solution" if args.solutions else "yours"
     print(
         f"{kata.id} ({side}) on the cost model, {len(result.learner)} seeds, budget "

@@ -1,10 +1,10 @@
 """`xtc-katas report`: your passing schedules against the reference, measured in one run.
 
-For every task of a passing kata that has one schedule to measure (katas 04 and 05: each
-task; kata 08: the 1024^3 schedule on one thread), it compiles your version and the
-reference and races them exactly as the tests do (speed_check.race: with the naive
-schedule and the previous task's reference; kata 08: timing.NumpyRace, with numpy), every
-kernel in a child process. Katas 06 and 07 are searches: their rows are the best
+For every raced task of a passing kata (its kind's `raced`, and its `numpy_race`: kata
+08's 1024^3 schedule, on one thread), it compiles your version and the reference and
+races them exactly as the tests do (speed_judge.race_task: with the naive schedule and
+the previous task's reference; against numpy: timing.NumpyRace), every kernel in a child
+process. Katas 06 and 07 are searches: their rows are the best
 candidate your last test run found, as that run measured it (no reference row:
 re-running the reference search would take minutes).
 
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from xtc_katas.checks.learner_schedules import kind_of, tasks_where
-from xtc_katas.checks.speed_race import cores, race
+from xtc_katas.checks.speed_judge import cores, race_task
 from xtc_katas.kata import loader, progress
 from xtc_katas.kata.manifest import Kata, Task, katas
 from xtc_katas.kata.problems import PROBLEMS
@@ -42,7 +42,7 @@ def _passing(kata: Kata) -> bool:
 
 def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
     """Each raced task (its kind's `raced`) of a passing kata, raced as its test races it
-    (speed_race.race)."""
+    (speed_judge.race_task)."""
     rows = []
     for kata in katas():
         tasks = [t for t in tasks_where(kata, "raced") if t.caps]
@@ -55,7 +55,9 @@ def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[d
             learner, unfused = kind_of(task).compiled(
                 kata, learner_module, task, backend, problem, workdir
             )
-            result, timings = race(workdir, kata, task.function, backend, problem, learner, unfused)
+            result, timings = race_task(
+                workdir, kata, task.function, backend, problem, learner, unfused
+            )
             threads = cores() if task.parallel else 1
 
             def percent(name: str, t=timings, p=problem, n=threads) -> float:

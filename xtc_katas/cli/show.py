@@ -6,11 +6,11 @@
 
 The lessons ask you to read what XTC generated: whether the inner loop holds one vector
 FMA per accumulator, whether the tile of C stays in registers. This builds your
-schedule as the tests do (katas 03-11: the baseline, a schedule, a spec, a search's
-candidate, a strategy's sample, the 1024^3 schedule), compiles it with XTC's print flag
-for what you asked, and prints it. In assembly listings every vector FMA is marked, and
-a count per register width ends the listing: on AVX-512, `zmm` FMAs. Nothing runs: only
-compiles, in a temporary directory.
+schedule as the tests do (any task whose kind is `shown`: the baseline, a schedule, a
+spec, a search's candidate, a strategy's sample, the 1024^3 schedule), compiles it with
+XTC's print flag for what you asked, and prints it. In assembly listings every vector
+FMA is marked, and a count per register width ends the listing: on AVX-512, `zmm` FMAs.
+Nothing runs: only compiles, in a temporary directory.
 """
 
 from __future__ import annotations
@@ -179,9 +179,9 @@ def main(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     show = sub.add_parser(
-        "show", help="the loop nest, IR or assembly of your schedule (katas 03-11)"
+        "show", help="the loop nest, IR or assembly of your schedule (a kata that builds one)"
     )
-    show.add_argument("kata", help="a kata with schedules: 3 to 11")
+    show.add_argument("kata", help="a kata with schedules (xtc-katas status lists them)")
     show.add_argument("function", nargs="?", help="the task's function, where a kata has several")
     show.add_argument("--nest", action="store_true", help="the loop nest (the default)")
     show.add_argument("--ir", action="store_true", help="the transformed IR")

@@ -35,7 +35,7 @@ def module_path(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> 
 
 #: What a learner's module may not import or name: the reference solutions, and the
 #: harness (kata 12's hidden cost model lives in xtc_katas.checks, the bar's constants in
-#: xtc_katas.measure.speed_rule), but for HELPERS. Code that reaches it anyway, e.g.
+#: xtc_katas.checks.speed_rule), but for HELPERS. Code that reaches it anyway, e.g.
 #: through sys.modules, is caught when it changes it (checks/integrity.py).
 OFF_LIMITS = ("solutions", "xtc_katas")
 #: The harness's modules a learner may use, as kata 08's reference does: its problems, a

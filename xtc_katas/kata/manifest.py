@@ -66,6 +66,9 @@ class Task:
     #: The shape checks its loop nest must pass, by name (loop_nests.SHAPES): what
     #: `task.assert_shape()` asserts, and what the harness's own tests read.
     shape: tuple[str, ...] = ()
+    #: For a kind its kata declares (the kata's `kinds`), where its class is, as
+    #: "katas/NN_name/module.py:Class"; "" for a kind of the harness's KINDS.
+    kind_class: str = ""
 
     def cap(self, backend: str) -> float:
         caps = dict(self.caps)
@@ -76,10 +79,20 @@ class Task:
     def no_gain_reason(self, backend: str) -> str:
         return dict(self.no_gain).get(backend, "")
 
+    def speed_hint(self, backend: str) -> str:
+        """The default "next:" line of a slow kernel: the task's last hint that is not
+        about the other backend (a hint starting "On MLIR" says nothing to a TVM
+        learner)."""
+        others = [name.upper() for name in ("mlir", "tvm") if name != backend]
+        mine = [h for h in self.hints if not any(h.startswith(f"On {o}") for o in others)]
+        return mine[-1] if mine else "see the lesson"
+
 
 #: The keys a kata and a task may have in the manifest: a typo is an error, not a silent
-#: default.
+#: default. A kata's `kinds` (optional) declares kinds of its own: { name =
+#: "module.Class" }, a TaskKind subclass in a module of the kata's folder.
 KATA_KEYS = {"id", "title", "module", "task"}
+KATA_OPTIONAL_KEYS = {"kinds"}
 TASK_KEYS = {
     "function",
     "hints",
@@ -153,7 +166,7 @@ TASK_TYPES = {
     "previous": (lambda v: isinstance(v, str), "a string"),
     "problem": (lambda v: isinstance(v, str), "a string"),
     "parallel": (lambda v: isinstance(v, bool), "true or false"),
-    "kind": (lambda v: v in KINDS, f"one of the KINDS {sorted(KINDS)}"),
+    "kind": (lambda v: isinstance(v, str) and v.isidentifier(), "a kind's name"),
     "baseline": (lambda v: v in BASELINES, f"one of {list(BASELINES)}"),
     "no_gain": (
         lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
@@ -163,8 +176,16 @@ TASK_TYPES = {
 }
 
 
-def _task(kata_id: str, entry: dict, text: str = "", path: Path = MANIFEST) -> Task:
-    """One [[kata.task]] entry, checked against TASK_KEYS and TASK_TYPES."""
+def _task(
+    kata_id: str,
+    entry: dict,
+    text: str = "",
+    path: Path = MANIFEST,
+    own_kinds: dict[str, str] | None = None,
+) -> Task:
+    """One [[kata.task]] entry, checked against TASK_KEYS and TASK_TYPES; its kind is one
+    of KINDS or of the kata's `own_kinds` ({name: "katas/NN_name/module.py:Class"})."""
+    own_kinds = own_kinds or {}
     function = entry.get("function", "?")
 
     def error(key: str, message: str) -> ManifestError:
@@ -182,6 +203,10 @@ def _task(kata_id: str, entry: dict, text: str = "", path: Path = MANIFEST) -> T
         valid, wanted = TASK_TYPES[key]
         if not valid(value):
             raise error(key, f"{key} = {value!r}: expected {wanted}")
+    kind = entry.get("kind", "")
+    if kind and kind not in KINDS and kind not in own_kinds:
+        own = f" or the kata's own {sorted(own_kinds)}" if own_kinds else ""
+        raise error("kind", f"kind = {kind!r}: expected one of the KINDS {sorted(KINDS)}{own}")
     return Task(
         function=entry["function"],
         hints=tuple(entry["hints"]),
@@ -194,7 +219,34 @@ def _task(kata_id: str, entry: dict, text: str = "", path: Path = MANIFEST) -> T
         baseline=entry.get("baseline", "naive"),
         no_gain=tuple(entry.get("no_gain", {}).items()),
         shape=tuple(entry.get("shape", ())),
+        kind_class=own_kinds.get(kind, ""),
     )
+
+
+#: A kata's own kind: "module.Class", both identifiers.
+KIND_CLASS = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
+
+
+def _own_kinds(kata_id: str, entry: dict, text: str, path: Path) -> dict[str, str]:
+    """The kinds a kata declares (its `kinds` table), each as where its class is:
+    {name: "katas/NN_name/module.py:Class"}. A name of the harness's KINDS is refused:
+    a kata adds kinds, it never redefines one."""
+    kinds = entry.get("kinds", {})
+    line = _line(text, kata_id, key="kinds")
+    if not isinstance(kinds, dict) or not all(
+        isinstance(v, str) and KIND_CLASS.fullmatch(v) for v in kinds.values()
+    ):
+        raise ManifestError(
+            f"{path}:{line}: kata {kata_id}: kinds = {kinds!r}: expected a table of "
+            '"module.Class" per kind, e.g. { tile_sizes = "tile_kind.TileSizesKind" }'
+        )
+    taken = sorted(set(kinds) & set(KINDS))
+    if taken:
+        raise ManifestError(f"{path}:{line}: kata {kata_id}: kinds {taken} are the harness's own")
+    return {
+        name: f"katas/{kata_id}/{where.split('.')[0]}.py:{where.split('.')[1]}"
+        for name, where in kinds.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -249,12 +301,12 @@ def parse(text: str, path: Path = MANIFEST) -> tuple[Kata, ...]:
     found = []
     for entry in data.get("kata", []):
         kata_id = entry.get("id", "?")
-        unknown = sorted(set(entry) - KATA_KEYS)
+        unknown = sorted(set(entry) - KATA_KEYS - KATA_OPTIONAL_KEYS)
         if unknown:
             line = _line(text, str(kata_id), key=unknown[0])
             raise ManifestError(
                 f"{path}:{line}: kata {kata_id}: unknown key(s) {unknown}; the keys are "
-                f"{sorted(KATA_KEYS)}"
+                f"{sorted(KATA_KEYS | KATA_OPTIONAL_KEYS)}"
             )
         missing = sorted(KATA_KEYS - set(entry))
         if missing or not all(isinstance(entry[k], str) for k in ("id", "title", "module")):
@@ -263,12 +315,13 @@ def parse(text: str, path: Path = MANIFEST) -> tuple[Kata, ...]:
                 f"{path}:{line}: kata {kata_id}: a kata has a string id, title and module, "
                 "and at least one [[kata.task]]"
             )
+        own = _own_kinds(kata_id, entry, text, path)
         found.append(
             Kata(
                 id=kata_id,
                 title=entry["title"],
                 module=entry["module"],
-                tasks=tuple(_task(kata_id, task, text, path) for task in entry["task"]),
+                tasks=tuple(_task(kata_id, task, text, path, own) for task in entry["task"]),
             )
         )
     return tuple(found)

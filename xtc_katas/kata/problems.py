@@ -37,6 +37,11 @@ class Problem(Protocol):
     #: axes, one of which a register tile unrolls.
     vector_axis: str
     tile_axes: tuple[str, ...]
+    #: What a register tile's unrolled steps hold, in the problem's words ("several rows
+    #: of C"): the register tile check's messages say it.
+    tile_words: str
+    #: The graph's inputs, in order (their tensors' names): messages name them.
+    input_names: tuple[str, ...]
     input_shapes: list[tuple[int, ...]]
     output_shape: tuple[int, ...]
     dtype: str
@@ -55,6 +60,8 @@ class Problem(Protocol):
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray: ...
 
     def error_bound(self, inputs: list[np.ndarray]) -> np.ndarray: ...
+
+    def numpy_call(self, inputs: list[np.ndarray], out: np.ndarray) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,8 @@ class Matmul:
     vector_axis = "j"
     #: The output's other axes, one of which a register tile unrolls (rows of C).
     tile_axes = ("i",)
+    tile_words = "several rows of C"
+    input_names = ("A", "B")
 
     @property
     def axis_sizes(self) -> dict[str, int]:
@@ -117,10 +126,12 @@ class Matmul:
         """The problem as an XTC graph, built the tutorial's way (inputs outside the block)."""
         import xtc.graphs.xtc.op as O
 
-        a = O.tensor((self.I, self.K), self.dtype, name="A")
-        b = O.tensor((self.K, self.J), self.dtype, name="B")
+        a, b = (
+            O.tensor(shape, self.dtype, name=name)
+            for shape, name in zip(self.input_shapes, self.input_names, strict=True)
+        )
         with O.graph(name=self.name) as gb:
-            c = O.matmul(a, b, name="C")
+            c = O.matmul(a, b, name=self.scheduled_node)
             if self.relu:
                 O.relu(c, name="R")
         return gb.graph
@@ -150,6 +161,13 @@ class Matmul:
         with single_threaded_blas():
             product = a @ b
         return 2 * gamma * product + np.finfo(self.dtype).tiny
+
+    def numpy_call(self, inputs: list[np.ndarray], out: np.ndarray) -> None:
+        """The problem in numpy, in its own dtype, into `out`, on the BLAS threads the
+        caller allows: the yardstick of a race against numpy (kata 08)."""
+        np.matmul(*inputs, out=out)
+        if self.relu:
+            np.maximum(out, 0, out=out)
 
 
 @dataclass(frozen=True)
@@ -188,6 +206,8 @@ class Conv2D:
     #: The output columns or rows a register tile unrolls: each step reads its own pixel
     #: of the image and shares the weights' vector with the others.
     tile_axes = ("w", "h")
+    tile_words = "several w or h positions of the output (by 'f')"
+    input_names = ("I", "W")
     relu = False
 
     @property
@@ -254,11 +274,13 @@ class Conv2D:
         """The layer as an XTC graph: pad2d (when pad > 0), then conv2d, named I, W, P, O."""
         import xtc.graphs.xtc.op as O
 
-        image = O.tensor(self.input_shapes[0], self.dtype, name="I")
-        weights = O.tensor(self.input_shapes[1], self.dtype, name="W")
+        image, weights = (
+            O.tensor(shape, self.dtype, name=name)
+            for shape, name in zip(self.input_shapes, self.input_names, strict=True)
+        )
         with O.graph(name=self.name) as gb:
             padded = O.pad2d(image, padding=self.pad, name="P") if self.pad else image
-            O.conv2d(padded, weights, stride=(self.stride, self.stride), name="O")
+            O.conv2d(padded, weights, stride=(self.stride, self.stride), name=self.scheduled_node)
         return gb.graph
 
     def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]:
@@ -285,6 +307,11 @@ class Conv2D:
         u = np.finfo(self.dtype).eps / 2
         gamma = length * u / (1 - length * u)
         return 2 * gamma * self._convolve(image, weights) + np.finfo(self.dtype).tiny
+
+    def numpy_call(self, inputs: list[np.ndarray], out: np.ndarray) -> None:
+        """As Matmul.numpy_call, with numpy's windows and einsum (on one BLAS thread)."""
+        image, weights = inputs
+        out[...] = self._convolve(image, weights)
 
 
 def make_inputs(

@@ -24,7 +24,7 @@ reference raced each other 14 times under `flakecheck --hog`'s busy loop (Intel 
 family 6 model 207): in 5 rounds of 40 samples, always in the same order, the copy read
 0.55-1.59x the reference; in 20 rounds of 10 samples in a shuffled order, with the
 copy's speed read as the median of its round-by-round ratios to the reference (as
-speed_race does), 0.91-1.03x, for the same time per race.
+speed_judge does), 0.91-1.03x, for the same time per race.
 
 A kernel whose one call lasts SLOW_CALL_S or more (the naive 512³ matmul: ~135 ms) is
 timed one call per sample, as many samples as fit in SLOW_EVERY rounds' time (at least
@@ -129,7 +129,7 @@ def round_ratios(slow: list[float], fast: list[float]) -> list[float]:
 class Bounded:
     """A view of a running race's Timings whose `speedup` is one end of its range: the
     low end for the kernels in `low`, the high end for the others. Feeding it to the
-    code that reads a Race from Timings gives the race's worst or best case."""
+    code that reads Speedups from Timings gives the race's worst or best case."""
 
     timings: Timings
     low: frozenset[str]
@@ -398,7 +398,7 @@ class NumpyRace:
     def relative(self, name: str, to: str) -> float:
         """Median over rounds of `to`'s time / `name`'s, two XTC kernels timed in the same
         child process one after the other: above 1, `name` is faster. Read against each
-        other round by round, two kernels compare in the same moments (speed_race.py's
+        other round by round, two kernels compare in the same moments (speed_judge.py's
         read_over_naive does the same for the other katas)."""
         return statistics.median(round_ratios(self.xtc[to], self.xtc[name]))
 

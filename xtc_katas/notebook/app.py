@@ -327,7 +327,7 @@ def _(kata, mo, tasks_where):
 def _(ROOT, kata, mo, show_backend, show_button, show_function, subprocess, sys):
     _tabs = None
     if show_function.value is None:
-        _out = mo.md(f"{kata.id} has no schedule to show (`show` covers katas 03-11).")
+        _out = mo.md(f"{kata.id} has no schedule to show (no task of it builds one).")
     else:
         _out = mo.hstack([show_function, show_backend, show_button], justify="start")
     if show_button.value and show_function.value:

@@ -5,8 +5,8 @@ are split:
   backend for a faster loop), --check-stubs (CI: every kata test must FAIL on the
   untouched stubs, with the stub's NotImplementedError); collection binds each test to
   its kata and tasks;
-- fixtures: kata_entry, kata (the module under test), task, backend's workdir, peak,
-  speed_check, record_perf;
+- fixtures: kata_entry, learner_module (the module under test), task, backend's workdir, peak,
+  speed_judge, record_perf;
 - reports: around each test's run and report (the stub first, the judges' integrity,
   friendly failures, the stub check's inversion);
 - summary: the learner's progress record and the performance summary.

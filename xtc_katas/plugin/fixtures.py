@@ -1,5 +1,5 @@
 """The kata plugin's fixtures: the kata and the learner's module under test, the task,
-the backend's work dir, the peak, the speed check, and the record of figures."""
+the backend's work dir, the peak, the speed judge, and the record of figures."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ import pytest
 
 from xtc_katas import ROOT
 from xtc_katas.checks import integrity
-from xtc_katas.checks.speed_race import SpeedCheck
+from xtc_katas.checks.race_against_numpy import assert_keeps_up_with_numpy
+from xtc_katas.checks.speed_judge import SpeedJudge
 from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata, kata_of_path
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.workdir import Workdir
+from xtc_katas.plugin.binding import LEARNER_MODULE
 
 
 def _kata_for(request: pytest.FixtureRequest) -> Kata:
@@ -33,8 +35,8 @@ def kata_entry(request: pytest.FixtureRequest) -> Kata:
     return _kata_for(request)
 
 
-@pytest.fixture(scope="module")
-def kata(kata_entry: Kata) -> ModuleType:
+@pytest.fixture(scope="module", name=LEARNER_MODULE)
+def learner_module(kata_entry: Kata) -> ModuleType:
     """The module under test: the learner's stub, or with --solutions the reference.
 
     Imported after the harness's judges were recorded (checks/integrity.py), and
@@ -95,33 +97,42 @@ def record_perf(request: pytest.FixtureRequest) -> PerfRecord:
 
 
 @pytest.fixture
-def speed_check(
+def speed_judge(
     kata_entry: Kata,
     backend: KataBackend,
     workdir: Workdir,
     peak: Callable[[], float],
     record_perf: PerfRecord,
-) -> SpeedCheck:
+) -> SpeedJudge:
     """Race the learner's compiled kernel against naive, the reference and the previous
     task's reference, in one run on this machine; assert the bar (speed_rule.py)."""
-    return SpeedCheck(kata_entry, backend, workdir, peak, record_perf)
+    return SpeedJudge(kata_entry, backend, workdir, peak, record_perf)
 
 
 @pytest.fixture
 def task(
     request: pytest.FixtureRequest,
     kata_entry: Kata,
-    kata: ModuleType,
+    learner_module: ModuleType,
     backend: KataBackend,
     workdir: Workdir,
-    speed_check: SpeedCheck,
+    speed_judge: SpeedJudge,
 ) -> TaskUnderTest:
     """The task named by the test's `@pytest.mark.task("function")`: its compiled kernel,
-    loop nest, numerics, shape and speed checks on the manifest's problem."""
+    loop nest, numerics, shape and speed judgements on the manifest's problem."""
     marker = request.node.get_closest_marker("task")
     if marker is None or len(marker.args) != 1:
         pytest.fail(f'{request.node.name} uses `task`: mark it @pytest.mark.task("function")')
     entry = kata_entry.task(marker.args[0])
     if entry is None:
         pytest.fail(f"{kata_entry.id} has no task {marker.args[0]!r} (katas/manifest.toml)")
-    return TaskUnderTest(kata_entry, entry, kata, backend, workdir, speed_check)
+    return TaskUnderTest(
+        kata_entry,
+        entry,
+        learner_module,
+        backend,
+        workdir,
+        speed_judge,
+        assert_keeps_up_with_numpy,
+        request.getfixturevalue,
+    )

@@ -14,7 +14,7 @@ from xtc_katas import ROOT
 from xtc_katas.checks import integrity
 from xtc_katas.kata import failures, stubs
 from xtc_katas.kata.manifest import Kata
-from xtc_katas.plugin.binding import BOUND, bound_tasks, kata_of
+from xtc_katas.plugin.binding import BOUND, LEARNER_MODULE, bound_tasks, kata_of
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -38,7 +38,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
     finally:
         kata = kata_of(item)
-        if kata is not None and "kata" in getattr(item, "funcargs", {}):
+        if kata is not None and LEARNER_MODULE in getattr(item, "funcargs", {}):
             integrity.verify(f"{kata.id} › {item.name}")
 
 
@@ -46,7 +46,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_call_stub_first(item: pytest.Item) -> None:
     """Fail at once, before any costly setup in the test body, on an untouched stub or a
     function the learner's module lacks (renamed or deleted)."""
-    module = getattr(item, "funcargs", {}).get("kata")
+    module = getattr(item, "funcargs", {}).get(LEARNER_MODULE)
     kata = kata_of(item)
     if module is None or kata is None:
         return

@@ -1,6 +1,6 @@
 """Measure the speed rule's figures on this machine: `python -m xtc_katas.tools.calibration`.
 
-Every task with a cap in the manifest is raced as its test races it (speed_check.py,
+Every task with a cap in the manifest is raced as its test races it (speed_judge.py,
 speed_rule.py), N times, with the reference solution in the learner's seat: naive, the
 reference, the previous technique's reference; kata 08 against numpy (timing.NumpyRace)
 on 1 and 2 threads. It prints the machine (machine.py), a table of the ranges (the
@@ -22,13 +22,13 @@ from collections import defaultdict
 from pathlib import Path
 
 from xtc_katas.checks.learner_schedules import kind_of
-from xtc_katas.checks.speed_race import compile_solution, cores, race
+from xtc_katas.checks.speed_judge import compile_solution, cores, race_task
+from xtc_katas.checks.speed_rule import ABOVE_PREVIOUS, Speedups, bar
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata, Task, katas
 from xtc_katas.kata.problems import PROBLEMS
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
-from xtc_katas.measure.speed_rule import ABOVE_PREVIOUS, Race, bar
 from xtc_katas.measure.timing import NumpyRace
 from xtc_katas.measure.workdir import Workdir
 
@@ -44,8 +44,8 @@ def calibrated_tasks(selected: list[str] | None = None) -> list[tuple[Kata, Task
     ]
 
 
-def race_task(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) -> list[tuple]:
-    """[(label, Race, cap)] of one side-by-side run of this task."""
+def run_once(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) -> list[tuple]:
+    """[(label, Speedups, cap)] of one side-by-side run of this task."""
     problem = PROBLEMS[task.problem]
     cap = task.cap(backend.name)
     if kind_of(task).numpy_race:
@@ -58,7 +58,7 @@ def race_task(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) ->
             module = workdir.compile(impl, scheduler.schedule(), stem=f"large_{threads}")
             numpy_race = NumpyRace({"reference": module}, problem, threads).run()
             ratio = numpy_race.ratio("reference")
-            found.append((f"{task.function} {threads}T", Race(ratio, ratio), cap))
+            found.append((f"{task.function} {threads}T", Speedups(ratio, ratio), cap))
         return found
     reference = task.reference or task.function
     learner = compile_solution(workdir, kata, reference, backend, problem)
@@ -67,11 +67,11 @@ def race_task(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) ->
         if task.baseline == "unfused"
         else None
     )
-    result, _ = race(workdir, kata, task.function, backend, problem, learner, unfused)
+    result, _ = race_task(workdir, kata, task.function, backend, problem, learner, unfused)
     return [(task.function, result, cap)]
 
 
-def table(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> list[str]:
+def table(results: dict[tuple[str, str], list[tuple[Speedups, float]]]) -> list[str]:
     lines = [
         "| task | backend | reference | previous task's reference | bar (cap) | margin |",
         "|---|---|---|---|---|---|",
@@ -88,7 +88,7 @@ def table(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> list[str]
     return lines
 
 
-def machine_rows(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> list[str]:
+def machine_rows(results: dict[tuple[str, str], list[tuple[Speedups, float]]]) -> list[str]:
     """Per kata, this machine's row of the lesson's table: each task's reference range,
     MLIR / TVM."""
     by_kata: dict[str, list[str]] = defaultdict(list)
@@ -108,7 +108,7 @@ def machine_rows(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> li
     ]
 
 
-def unpaid_steps(results: dict[tuple[str, str], list[tuple[Race, float]]]) -> list[str]:
+def unpaid_steps(results: dict[tuple[str, str], list[tuple[Speedups, float]]]) -> list[str]:
     """One line per (task, backend) whose reference, in the median run, gained less than
     ABOVE_PREVIOUS over the previous step's reference on this machine."""
     reasons = {
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     machine.emulate_cpu_info()
     print(f"machine: {machine.describe()}; parallel races on {cores()} threads", flush=True)
-    results: dict[tuple[str, str], list[tuple[Race, float]]] = defaultdict(list)
+    results: dict[tuple[str, str], list[tuple[Speedups, float]]] = defaultdict(list)
     cwd = Path.cwd()
     with tempfile.TemporaryDirectory(prefix="xtc-katas-calibration-") as scratch:
         os.chdir(scratch)  # TVM writes ./tmpXXXX/ next to its compiles
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             for run in range(args.runs):
                 for name in args.backend or BACKENDS:
                     for kata, task in calibrated_tasks(args.task):
-                        for label, result, cap in race_task(kata, task, KataBackend(name), workdir):
+                        for label, result, cap in run_once(kata, task, KataBackend(name), workdir):
                             results[label, name].append((result, cap))
                 print(f"run {run + 1}/{args.runs} done", flush=True)
         finally:

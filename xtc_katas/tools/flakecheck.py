@@ -13,7 +13,7 @@ own), and the margin: the smallest of speedup / bar over the runs. The check pas
 with no failure and every margin at MARGIN or more; the exit code says so. The first
 line names the machine (machine.py).
 
-Every race runs all its rounds here (speed_race.FULL_RACES_ENV): a race that stops once
+Every race runs all its rounds here (speed_judge.FULL_RACES_ENV): a race that stops once
 its verdict is settled gets exactly the verdict of all its rounds, but its figures are
 medians of fewer rounds, and the margin is a measure of the verdict's distance from the
 bar. `--early-stop` times races as a learner's run does.
@@ -34,7 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from xtc_katas import ROOT
-from xtc_katas.checks import speed_race
+from xtc_katas.checks import speed_judge
 from xtc_katas.measure import machine
 
 #: The room a correct solution must keep above every bar, in every run.
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if not args.early_stop:  # inherited by every pytest run
-        os.environ[speed_race.FULL_RACES_ENV] = "1"
+        os.environ[speed_judge.FULL_RACES_ENV] = "1"
     if args.isa:  # inherited by every pytest run
         os.environ[machine.ISA_ENV] = args.isa
         # numpy as on such a machine: OpenBLAS reads it when numpy loads, in each run

@@ -1,4 +1,4 @@
-"""The `speed_check` fixture: time the learner's kernel in a race, judge it.
+"""The `speed_judge` fixture: race the learner's kernel, judge its speed.
 
 One race (timing.py), in one child process: the naive schedule, the learner's kernel, the
 task's reference solution and, when the manifest names one, the previous technique's
@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from xtc_katas.checks.learner_schedules import apply_task, fresh_scheduler
+from xtc_katas.checks.learner_schedules import apply_task, fresh_scheduler, kind_source
+from xtc_katas.checks.speed_rule import Bar, Speedups, bar, judge, step_pays
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata
 from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import KataBackend
-from xtc_katas.measure.speed_rule import Bar, Race, bar, judge, step_pays
 from xtc_katas.measure.timing import (
     Bounded,
     Timings,
@@ -51,7 +51,13 @@ def compile_solution(
     solution = loader.load(owner, solution=True)
     impl, scheduler = apply_task(owner, solution, function, backend, problem, unfused)
     stem = f"{owner.number:02d}_{function}{'_unfused' if unfused else ''}"
-    key = {"kernel": "solution", "kata": owner.id, "function": function, "unfused": unfused}
+    key = {
+        "kernel": "solution",
+        "kata": owner.id,
+        "function": function,
+        "unfused": unfused,
+        "kind_source": kind_source(owner.task(function)),
+    }
     return workdir.compile(impl, scheduler.schedule(), stem, cache_key={**key, **_of(problem)})
 
 
@@ -74,7 +80,7 @@ BASELINES = {
 }
 
 
-def race(
+def race_task(
     workdir: Workdir,
     kata: Kata,
     function: str,
@@ -82,7 +88,7 @@ def race(
     problem: Problem,
     learner: Any,
     learner_unfused: Any = None,
-) -> tuple[Race, Timings]:
+) -> tuple[Speedups, Timings]:
     """Naive, `learner` (a compiled module), the reference and the previous task's
     reference of `kata.function`, timed side by side; speedups over naive.
 
@@ -105,9 +111,9 @@ def race_kernels(
     problem: Problem,
     learner: Any,
     learner_unfused: Any = None,
-) -> tuple[dict[str, Any], Callable[[Timings], Race]]:
-    """The compiled kernels of `race` and how to read a Race from their timings: compiled
-    once, they can be timed again (SpeedCheck re-races a near miss)."""
+) -> tuple[dict[str, Any], Callable[[Timings], Speedups]]:
+    """The compiled kernels of `race_task` and how to read their Speedups from their
+    timings: compiled once, they can be timed again (SpeedJudge re-races a near miss)."""
     task = kata.task(function)
     if task is None:
         raise LookupError(f"{kata.id} has no task {function}")
@@ -138,16 +144,16 @@ def race_kernels(
     return modules, functools.partial(read_over_naive, previous=bool(task.previous))
 
 
-def read_over_unfused(timings: Timings | Bounded) -> Race:
+def read_over_unfused(timings: Timings | Bounded) -> Speedups:
     """The speedups of a race against unfused twins (kata 09): each side's over its own
     schedule without its fusion."""
-    return Race(
+    return Speedups(
         learner=timings.speedup("learner", "learner_unfused"),
         reference=timings.speedup("reference", "reference_unfused"),
     )
 
 
-def read_over_naive(timings: Timings | Bounded, previous: bool = False) -> Race:
+def read_over_naive(timings: Timings | Bounded, previous: bool = False) -> Speedups:
     """The speedups over naive of a race: the reference's and the previous step's, each
     the median of its round-by-round ratios to naive; the learner's, the reference's
     times the learner's own round-by-round ratio to the reference.
@@ -159,7 +165,7 @@ def read_over_naive(timings: Timings | Bounded, previous: bool = False) -> Race:
     ratios to each other (timing.py's docstring has the rest).
     """
     reference = timings.speedup("reference", "naive")
-    return Race(
+    return Speedups(
         learner=reference * timings.speedup("learner", "reference"),
         reference=reference,
         previous=timings.speedup("previous", "naive") if previous else None,
@@ -177,8 +183,10 @@ NEAR_MISS = 0.5
 FULL_RACES_ENV = "XTC_KATAS_FULL_RACES"
 
 
-def settled(speedups: Callable[[Timings], Race], cap: float | None) -> Callable[[Timings], bool]:
-    """A running race's test: True once no further round can change what SpeedCheck
+def settled(
+    speedups: Callable[[Timings], Speedups], cap: float | None
+) -> Callable[[Timings], bool]:
+    """A running race's test: True once no further round can change what SpeedJudge
     does with it (pass; miss narrowly, and race again; miss widely) nor whether the step
     pays (its note).
 
@@ -189,17 +197,17 @@ def settled(speedups: Callable[[Timings], Race], cap: float | None) -> Callable[
     their range (Bounded): where every corner gives the same outcomes, so does every
     value the remaining rounds could bring."""
 
-    def standing(race: Race) -> int:
-        value = bar(race, cap).value
-        return 2 if race.learner >= value else 1 if race.learner >= NEAR_MISS * value else 0
+    def standing(figures: Speedups) -> int:
+        value = bar(figures, cap).value
+        return 2 if figures.learner >= value else 1 if figures.learner >= NEAR_MISS * value else 0
 
     def decided(timings: Timings) -> bool:
         names = list(timings.rounds)
         outcomes = set()
         for size in range(len(names) + 1):
             for low in itertools.combinations(names, size):
-                race = speedups(Bounded(timings, frozenset(low)))  # type: ignore[arg-type]
-                outcomes.add((standing(race), step_pays(race)))
+                figures = speedups(Bounded(timings, frozenset(low)))  # type: ignore[arg-type]
+                outcomes.add((standing(figures), step_pays(figures)))
                 if len(outcomes) > 1:
                     return False
         return True
@@ -208,7 +216,7 @@ def settled(speedups: Callable[[Timings], Race], cap: float | None) -> Callable[
 
 
 @dataclass
-class SpeedCheck:
+class SpeedJudge:
     """Judge one task's speed on this machine, against figures from the same run."""
 
     kata: Kata
@@ -273,7 +281,7 @@ class SpeedCheck:
             **({"step": applied.step_note} if applied.step_note else {}),
             **recorded,
         )
-        hint = speed_hint(task.hints if task else [], self.backend.name)
+        hint = task.speed_hint(self.backend.name) if task else "see the lesson"
         return judge(
             result,
             cap,
@@ -289,14 +297,6 @@ class SpeedCheck:
             ),
             why,
         )
-
-
-def speed_hint(hints: list[str], backend: str) -> str:
-    """The default "next:" line of a slow kernel: the task's last hint that is not about
-    the other backend (a hint starting "On MLIR" says nothing to a TVM learner)."""
-    others = [name.upper() for name in ("mlir", "tvm") if name != backend]
-    mine = [h for h in hints if not any(h.startswith(f"On {other}") for other in others)]
-    return mine[-1] if mine else "see the lesson"
 
 
 class StepDoesNotPay(UserWarning):

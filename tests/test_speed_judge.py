@@ -1,5 +1,5 @@
-"""SpeedCheck re-races a near miss and fails a slow kernel at once, and stops a race
-early only where its verdict is settled (speed_race.py)."""
+"""SpeedJudge re-races a near miss and fails a slow kernel at once, and stops a race
+early only where its verdict is settled (speed_judge.py)."""
 
 import statistics
 
@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xtc_katas.checks import speed_race
+from xtc_katas.checks import speed_judge
+from xtc_katas.checks.speed_rule import SpeedBelowBar, Speedups, step_pays
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import TUTORIAL
 from xtc_katas.measure import timing
 from xtc_katas.measure.backends import KataBackend
-from xtc_katas.measure.speed_rule import Race, SpeedBelowBar, step_pays
 
 
 class Typical:
@@ -21,65 +21,63 @@ class Typical:
 
 
 def check(monkeypatch, learner_readings):
-    """A SpeedCheck whose races read `learner_readings` in turn (reference 50x); returns
+    """A SpeedJudge whose races read `learner_readings` in turn (reference 50x); returns
     (the check, how many races ran, what it recorded)."""
-    races = iter(Race(learner=x, reference=50.0) for x in learner_readings)
+    races = iter(Speedups(learner=x, reference=50.0) for x in learner_readings)
     timed = []
-    monkeypatch.setattr(speed_race, "race_kernels", lambda *a, **k: ({}, lambda t: next(races)))
+    monkeypatch.setattr(speed_judge, "race_kernels", lambda *a, **k: ({}, lambda t: next(races)))
     monkeypatch.setattr(
-        speed_race,
+        speed_judge,
         "time_side_by_side",
         lambda modules, problem, settled: timed.append(1) or Typical(),  # early stop given
     )
     recorded = {}
-    speed_check = speed_race.SpeedCheck(
-        find(4), KataBackend("tvm"), None, lambda: 5e10, recorded.update
-    )
-    return speed_check, timed, recorded
+    judge = speed_judge.SpeedJudge(find(4), KataBackend("tvm"), None, lambda: 5e10, recorded.update)
+    return judge, timed, recorded
 
 
 def test_a_near_miss_is_raced_again_and_passes_when_one_race_clears_the_bar(monkeypatch):
     # bar: min(cap 38, 0.7 x 50 = 35) = 35. A copy of the reference read 0.6x of it once.
-    speed_check, timed, recorded = check(monkeypatch, [21.0, 40.0, 99.0])
-    speed_check("schedule_register_tile", TUTORIAL, learner=None)
+    judge, timed, recorded = check(monkeypatch, [21.0, 40.0, 99.0])
+    judge("schedule_register_tile", TUTORIAL, learner=None)
     assert len(timed) == 2 and recorded["races"] == 2 and recorded["speedup"] == 40.0
 
 
 def test_a_slow_kernel_fails_after_one_race(monkeypatch):
-    speed_check, timed, _ = check(monkeypatch, [10.0, 40.0])
+    judge, timed, _ = check(monkeypatch, [10.0, 40.0])
     with pytest.raises(SpeedBelowBar):
-        speed_check("schedule_register_tile", TUTORIAL, learner=None)
+        judge("schedule_register_tile", TUTORIAL, learner=None)
     assert len(timed) == 1
 
 
 def test_three_near_misses_fail_and_the_message_lists_them(monkeypatch):
-    speed_check, timed, _ = check(monkeypatch, [30.0, 31.0, 29.0, 40.0])
+    judge, timed, _ = check(monkeypatch, [30.0, 31.0, 29.0, 40.0])
     with pytest.raises(SpeedBelowBar, match="yours in 3 races: 30x, 31x, 29x"):
-        speed_check("schedule_register_tile", TUTORIAL, learner=None)
-    assert len(timed) == speed_race.RACES
+        judge("schedule_register_tile", TUTORIAL, learner=None)
+    assert len(timed) == speed_judge.RACES
 
 
 def test_a_slow_kernel_is_not_advised_about_the_other_backend():
     # Learner review: kata 11's parallel conv on TVM was told about MLIR's parallel body.
     kata = find("11")
-    hints = kata.task("schedule_conv_parallel").hints
-    assert hints[-1].startswith("On MLIR")
-    assert speed_race.speed_hint(hints, "mlir") == hints[-1]
-    tvm = speed_race.speed_hint(hints, "tvm")
+    task = kata.task("schedule_conv_parallel")
+    assert task.hints[-1].startswith("On MLIR")
+    assert task.speed_hint("mlir") == task.hints[-1]
+    tvm = task.speed_hint("tvm")
     assert not tvm.startswith("On MLIR") and "parallelize" in tvm
 
 
 # --- a race stops early only where its verdict is settled ----------------------------------
 
 
-def read_race(t) -> Race:
-    """How SpeedCheck reads a race with a previous step (race_kernels)."""
-    return speed_race.read_over_naive(t, previous=True)
+def read_race(t) -> Speedups:
+    """How SpeedJudge reads a race with a previous step (race_kernels)."""
+    return speed_judge.read_over_naive(t, previous=True)
 
 
-def outcome(race: Race, cap) -> tuple[int, bool]:
-    """What SpeedCheck does with a race: pass (2), race again (1), fail (0); the note."""
-    value = speed_race.bar(race, cap).value
+def outcome(race: Speedups, cap) -> tuple[int, bool]:
+    """What SpeedJudge does with a race: pass (2), race again (1), fail (0); the note."""
+    value = speed_judge.bar(race, cap).value
     standing = 2 if race.learner >= value else 1 if race.learner >= 0.5 * value else 0
     return standing, step_pays(race)
 
@@ -113,7 +111,7 @@ def test_a_race_settled_early_gets_the_verdict_of_all_its_rounds(
 def assert_settled_races_keep_their_verdict(rounds, read, cap):
     """Every prefix of `rounds` that `settled` calls settled reads the full race's outcome."""
     full = timing.Timings(rounds=rounds, planned=timing.ROUNDS)
-    settled = speed_race.settled(read, cap)
+    settled = speed_judge.settled(read, cap)
     for done in range(timing.MIN_ROUNDS, timing.ROUNDS):
         early = timing.Timings(
             rounds={name: times[:done] for name, times in rounds.items()}, planned=timing.ROUNDS
@@ -139,7 +137,7 @@ def test_a_race_against_unfused_twins_settled_early_gets_the_verdict_of_all_its_
         "reference_unfused": reference_unfused,
         "reference": reference,
     }
-    assert_settled_races_keep_their_verdict(rounds, speed_race.read_over_unfused, cap)
+    assert_settled_races_keep_their_verdict(rounds, speed_judge.read_over_unfused, cap)
 
 
 class Kernel:
@@ -178,7 +176,7 @@ def test_a_race_stops_once_settled_and_not_before(learner_s, rounds):
         2,
         1e-4,
         None,
-        speed_race.settled(speed_race.read_over_naive, None),
+        speed_judge.settled(speed_judge.read_over_naive, None),
     )
     assert len(timings.rounds["learner"]) == rounds
     assert statistics.median(timings.rounds["naive"]) == 0.1

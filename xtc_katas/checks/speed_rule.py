@@ -3,7 +3,7 @@
 A learner's machine is any x86-64 laptop or server: AVX2 or AVX-512, Intel or AMD, 2 to
 64 cores. A speedup calibrated on one of them is not a bar on another (kata 04's TVM
 register tile: 56x naive on an AMD EPYC with AVX-512, 36x on an Intel Xeon with
-AVX-512). So every judgement (katas 04-08, the search katas, `xtc-katas report`, the
+AVX-512). So every judgement (every perf test, the search katas, `xtc-katas report`, the
 calibration tool) times, side by side in one run (timing.py): the learner's kernel, a
 baseline (the naive schedule, or numpy in kata 08), the task's reference solution, and,
 where the task adds one technique to the previous task's, the previous task's
@@ -58,7 +58,7 @@ ABOVE_PREVIOUS = 1.15
 
 
 @dataclass(frozen=True)
-class Race:
+class Speedups:
     """Speedups over one baseline, every one of them from the same side-by-side run."""
 
     learner: float
@@ -79,44 +79,44 @@ class Bar:
         return speedup / self.value
 
 
-def step_pays(race: Race) -> bool:
+def step_pays(speedups: Speedups) -> bool:
     """Whether this step's reference beat the previous step's by ABOVE_PREVIOUS (True
     where there is no previous step)."""
-    return race.previous is None or race.reference >= ABOVE_PREVIOUS * race.previous
+    return speedups.previous is None or speedups.reference >= ABOVE_PREVIOUS * speedups.previous
 
 
-def step_note(race: Race, why: str = "") -> str:
+def step_note(speedups: Speedups, why: str = "") -> str:
     """One line when the step does not pay here: both speedups, and `why` if known; ""
     when it pays or there is no previous step."""
-    if step_pays(race):
+    if step_pays(speedups):
         return ""
-    gain = race.reference / race.previous
+    gain = speedups.reference / speedups.previous
     verb = "ran slower than" if gain < 1 else f"gained only {gain:.2f}x over"
     return (
-        f"this step does not pay on this machine: its reference ({race.reference:.3g}x) "
-        f"{verb} the previous step's ({race.previous:.3g}x) in the same run"
+        f"this step does not pay on this machine: its reference ({speedups.reference:.3g}x) "
+        f"{verb} the previous step's ({speedups.previous:.3g}x) in the same run"
         + (f"; {why}" if why else "")
         + ". The bar follows this step's reference; the loop-nest test checks the technique"
     )
 
 
-def bar(race: Race, cap: float | None = None, why: str = "") -> Bar:
+def bar(speedups: Speedups, cap: float | None = None, why: str = "") -> Bar:
     """The bar for this run (see the module's docstring for the rule); `why` explains a
     step that does not pay (the manifest's `no_gain`)."""
-    relative = HEADROOM * race.reference
-    reference_part = f"{HEADROOM:g} of the reference's {race.reference:.3g}x in this run"
+    relative = HEADROOM * speedups.reference
+    reference_part = f"{HEADROOM:g} of the reference's {speedups.reference:.3g}x in this run"
     if cap is not None and cap <= relative:
         value, reason = (
             cap,
-            f"the task's cap of {cap:g}x (the reference reached {race.reference:.3g}x)",
+            f"the task's cap of {cap:g}x (the reference reached {speedups.reference:.3g}x)",
         )
     else:
         value, reason = relative, reference_part
-    if race.previous is not None:
-        above = ABOVE_PREVIOUS * race.previous
+    if speedups.previous is not None:
+        above = ABOVE_PREVIOUS * speedups.previous
         if min(above, relative) > value:
             previous_part = (
-                f"{ABOVE_PREVIOUS:g}x the previous task's reference ({race.previous:.3g}x in "
+                f"{ABOVE_PREVIOUS:g}x the previous task's reference ({speedups.previous:.3g}x in "
                 "this run): a schedule without this task's technique must not pass"
             )
             if above <= relative:
@@ -128,11 +128,11 @@ def bar(race: Race, cap: float | None = None, why: str = "") -> Bar:
                     f"{ABOVE_PREVIOUS:g}x of it ({above:.3g}x) would be above the reference's "
                     f"own margin"
                 )
-    return Bar(value, reason, step_note(race, why))
+    return Bar(value, reason, step_note(speedups, why))
 
 
 def judge(
-    race: Race,
+    speedups: Speedups,
     cap: float | None,
     where: str,
     measured: str,
@@ -146,14 +146,17 @@ def judge(
     (4x32x512 float32 matmul)"); `details` adds what the caller knows (% of peak,
     milliseconds, the BLAS kernel).
     """
-    applied = bar(race, cap, why)
-    if race.learner >= applied.value:
+    applied = bar(speedups, cap, why)
+    if speedups.learner >= applied.value:
         return applied
     lines = [
-        f"{where}: {race.learner:.3g}x {measured}, below this run's bar of "
+        f"{where}: {speedups.learner:.3g}x {measured}, below this run's bar of "
         f"{applied.value:.3g}x: {applied.reason}.",
-        f"  same run: yours {race.learner:.3g}x, the reference solution {race.reference:.3g}x"
-        + (f", the previous task's reference {race.previous:.3g}x" if race.previous else ""),
+        f"  same run: yours {speedups.learner:.3g}x, the reference solution "
+        f"{speedups.reference:.3g}x"
+        + (
+            f", the previous task's reference {speedups.previous:.3g}x" if speedups.previous else ""
+        ),
     ]
     if details:
         lines.append(f"  {details}")
