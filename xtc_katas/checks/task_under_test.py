@@ -8,12 +8,20 @@ backend, so the test reads as the task's three judgements and nothing else:
     def test_schedule_split_computes_the_matmul(task):
         task.assert_computes()
 
-Every call builds on a fresh scheduler and compiles into the test's own work dir.
+Every call builds on a fresh scheduler. A kernel is compiled once per pytest session:
+the computes test, the speed test and kata 08's numpy race of a task read one module
+(`compiled`), so a learner's `pytest katas/10_gemm -k gemm_pack` pays one compile of
+their kernel, not one per test. That is safe within a session only: the learner's module
+is imported once per session, so its code cannot change under it; the next run (a save,
+`watch`, the notebook's run button) is a new process and compiles afresh. Nothing here
+is ever written to disk (the on-disk cache, module_cache.py, never holds a learner's
+kernel).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -33,6 +41,9 @@ if TYPE_CHECKING:  # annotations only: the plugin hands a SpeedJudge in
 
 #: The inputs every numerics check feeds: random, signed, and the edge values.
 INPUT_KINDS = ("random", "signed", "edge")
+
+#: This session's compiled kernels, by what they are compiled from (TaskUnderTest.memo).
+_COMPILED: dict[tuple[Any, ...], Any] = {}
 
 
 @dataclass
@@ -86,11 +97,39 @@ class TaskUnderTest:
             self.kata, self.module, self.function, self.backend, self.problem
         )
 
+    def memo(self, what: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """`build()`, once per session for this module's function on this backend,
+        problem, thread count and ISA (`what` says which of its kernels); a failure is
+        not kept, so each test that asks meets it."""
+        key = (
+            # the function object itself: a module re-imported, or a function replaced
+            # (a harness test's monkeypatch), is a new key; the key keeps it alive, so
+            # its id is never reused
+            getattr(self.module, self.function, None),
+            getattr(self.module, "__file__", None),
+            self.kata.id,
+            self.function,
+            self.backend.name,
+            self.task.problem,
+            self.threads,
+            os.environ.get("XTC_KATAS_ISA", ""),
+            *what,
+        )
+        if key not in _COMPILED:
+            _COMPILED[key] = build()
+        return _COMPILED[key]
+
     def compiled(self, unfused: bool = False) -> Any:
-        impl, scheduler = self.scheduled(unfused)
-        stem = f"{self.function}{'_unfused' if unfused else ''}"
-        stem += f"_{self.threads}threads" if self.threads != 1 else ""
-        return self.workdir.compile(impl, scheduler.schedule(), stem=stem)
+        """The learner's kernel (`unfused`: with its fusion left out), compiled once per
+        session (memo)."""
+
+        def build() -> Any:
+            impl, scheduler = self.scheduled(unfused)
+            stem = f"{self.function}{'_unfused' if unfused else ''}"
+            stem += f"_{self.threads}threads" if self.threads != 1 else ""
+            return self.workdir.compile(impl, scheduler.schedule(), stem=stem)
+
+        return self.memo(("one", unfused), build)
 
     def loop_nest(self) -> Any:
         return self.scheduled()[1].get_loop_nest()
@@ -127,9 +166,15 @@ class TaskUnderTest:
         nest (default: the task's last hint)."""
         if self.kind.numpy_race:
             return self.numpy_judge(self, advice)
-        learner, unfused = self.kind.compiled(
-            self.kata, self.module, self.task, self.backend, self.problem, self.workdir
-        )
+        if self.task.baseline == "unfused":  # both from one call of the function
+            learner, unfused = self.memo(
+                ("pair",),
+                lambda: self.kind.compiled(
+                    self.kata, self.module, self.task, self.backend, self.problem, self.workdir
+                ),
+            )
+        else:  # the kernel the computes test compiled
+            learner, unfused = self.compiled(), None
         return self.speed_judge(
             self.function, self.problem, learner, advice, learner_unfused=unfused
         )
