@@ -259,15 +259,20 @@ def test_the_compile_counter_keeps_the_times_of_each_candidates_evaluators():
     counter = search_checks.CompileCounter(Backend)
 
     def search():
-        for n in range(3):
+        previous = None
+        for n in range(4):
             module = counter.Backend(None).get_compiler().compile(None)
             assert module.generated_code() == "asm"  # the module is still the module
-            for _ in range(n):  # candidate n is evaluated n times
+            for _ in range(n if n < 3 else 0):  # candidate n is evaluated n times
                 module.get_evaluator(repeat=2).evaluate()
-            yield n, 3, n, 1.0
+            if n == 3:  # a stale variable: the previous candidate's module timed again
+                previous.get_evaluator().evaluate()
+            previous = module
+            yield n, 4, n, 1.0
 
     run = search_checks.take_all(search(), counter, "06_explore › explore()")
-    assert run.times == [[], [2e-6, 1e-6], [2e-6, 1e-6, 2e-6, 1e-6]]
+    # The last item's figure has no times of its own: the harness times it (retimed).
+    assert run.times == [[], [2e-6, 1e-6], [2e-6, 1e-6, 2e-6, 1e-6], []]
 
 
 class HintedModule:

@@ -37,14 +37,16 @@ class CompileCounter:
 
     The learner's generator receives `counter.Backend` instead of the real class; every
     `Backend(graph).get_compiler(...).compile(schedule)` it makes is counted, and every
-    `module.get_evaluator(...).evaluate()` on what it returns adds its times to
-    `counter.times` (measure/observed.py): the very timings the learner's figure comes
-    from, which the honesty check reads instead of timing the kernel again.
+    `module.get_evaluator(...).evaluate()` on what it returns adds its times to that
+    compile's log in `counter.logs` (measure/observed.py): the very timings the
+    learner's figure comes from, which the honesty check reads instead of timing the
+    kernel again.
     """
 
     def __init__(self, backend_class: Any) -> None:
         self.compiles = 0
-        self.times: list[float] = []
+        #: per compile, in order: the times its module's evaluators returned
+        self.logs: list[list[float]] = []
         counter = self
 
         class CountingCompiler:
@@ -53,7 +55,9 @@ class CompileCounter:
 
             def compile(self, *args: Any, **kwargs: Any) -> Any:
                 counter.compiles += 1
-                return TimedModule(self._compiler.compile(*args, **kwargs), counter.times)
+                log: list[float] = []
+                counter.logs.append(log)
+                return TimedModule(self._compiler.compile(*args, **kwargs), log)
 
             def __getattr__(self, name: str) -> Any:
                 return getattr(self._compiler, name)
@@ -76,7 +80,8 @@ class SearchRun:
     """What a generator yielded, and how many compiles it had made after the first item."""
 
     items: list[tuple[Any, ...]] = field(default_factory=list)
-    #: for each item, the times XTC's evaluators returned while the search worked on it
+    #: for each item, the times the evaluators of the modules compiled for it returned
+    #: before it was yielded (a module of an earlier item, evaluated again, is not its)
     times: list[list[float]] = field(default_factory=list)
     compiles_before_first: int = 0
     compiles_after_first: int = 0
@@ -92,10 +97,11 @@ def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
         )
     run = SearchRun(compiles_before_first=counter.compiles)
     try:
+        compiled = counter.compiles
         for item in generator:
             run.items.append(item)
-            run.times.append(counter.times[:])
-            counter.times.clear()
+            run.times.append([t for log in counter.logs[compiled:] for t in log])
+            compiled = counter.compiles
             if len(run.items) == 1:
                 run.compiles_after_first = counter.compiles
     except Exception as exc:
