@@ -3,7 +3,7 @@
 `explore` is run twice per backend, and each run is cached for the tests that read it:
 - on a harness-made list (a naive spec, a broken spec, a vectorized and a register-tiled
   spec), to check the contract, laziness, robustness and honesty;
-- on your `candidate_specs()`: the three your search scored best are timed side by side,
+- on your `candidate_specs()`: the five your search scored best are timed side by side,
   and the fastest is raced, on this machine, against the naive schedule and kata 05's
   register tile and vectorized specs (xtc_katas/checks/speed_rule.py).
 """
@@ -132,7 +132,7 @@ def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
     search_checks.require(
         search_checks.contract_mistakes(run, names(specs), "spec"), "06_explore › explore()"
     )
-    # Your search's timer ranks the candidates; the harness re-times its best three side
+    # Your search's timer ranks the candidates; the harness re-times its best five side
     # by side (one short timing each can rank a slower one first) and races the fastest.
     finalists = {}
     for n in search_checks.finalists(run):

@@ -3,7 +3,7 @@
 `explore_strategy` runs twice per backend, each run cached for the tests that read it:
 - with a harness strategy (Strategy_OO, 3 samples of seed 0) into which the harness slips
   an invalid sample, to check the contract, laziness, robustness and honesty;
-- with your `make_strategy(graph)`, 30 samples of seed 42: the three it scored best are
+- with your `make_strategy(graph)`, 30 samples of seed 42: the five it scored best are
   timed side by side, and the fastest is raced, on this machine, against the naive
   schedule and kata 05's register tile (xtc_katas/checks/speed_rule.py).
 """
@@ -118,7 +118,7 @@ def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
     _, run = search(searches, learner_module, backend, peak, strategy, NUM, SEED, "learner")
     samples = [list(s) for s in strategy.sample(NUM, SEED)]
     search_checks.require(search_checks.contract_mistakes(run, samples, "sample"), WHERE)
-    # Your search's timer ranks the samples; the harness re-times its best three side by
+    # Your search's timer ranks the samples; the harness re-times its best five side by
     # side (one short timing each can rank a slower one first) and races the fastest.
     finalists = {
         n: compile_sample(strategy, samples[n], backend, workdir, f"best_{n}")
