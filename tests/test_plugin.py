@@ -314,7 +314,8 @@ PLANTED = {
             "MLIRError",
         ),
     ),
-    # Fused at j, TVM copies ~24x the 4x16 block it needs (the lesson): only speed can tell.
+    # (Fused at j, TVM copies ~24x the 4x16 block it needs, the lesson says: only speed
+    # can tell, and a race's verdict is tested on planted figures, test_fusion_baseline.py.)
     "k outside the blocks": Planted(
         10,
         '    """Step 1: compute C in 32x32 blocks',
