@@ -299,9 +299,9 @@ def retimed_mistakes(
     The same kernel runs at two speeds for seconds at a time on some machines (AMD EPYC
     family 23 model 1, a 2-vCPU KVM guest, TVM, kata 07's [8, 1, 2] sample: 146 or
     230-320 us per call, the guest otherwise idle; five compiles of one schedule gave
-    the same machine code at the same offsets, `objdump -d` and `nm`, and 30 buffer
-    placements of one module all read 150-170 us, so the host's other tenants are the
-    likelier cause than where the kernel lands).
+    the same machine code at the same offsets, `objdump -d` and `nm`; six twins raced
+    side by side changed speed together, round by round, so the host's other tenants set
+    it, not where the kernel lands: docs/two-speeds-of-one-kernel.md).
     The learner's search read one speed, the harness's twin the other: CI's solved run
     once saw 37.3% reported against 24.0% measured (1.55x), and a search run in its own
     process read 1.48x the best of four twins. So this path is the fallback; a search that
