@@ -7,11 +7,12 @@ root, those appear and vanish while another worker copies the repository: CI's s
 failed on a copytree that listed such a directory and found it gone.
 
 A repository copy (xtc_katas/tools/repo_copy.py) runs pytest or xtc-katas in a fresh
-process: seconds to a minute each. Those tests carry the `slow` marker, so that
-`pytest tests -m "not slow"` leaves them out (-n 2: 658 tests in 1 min 22 s on a 2 vCPU
-AMD EPYC family 23 model 1, Zen 1, at load ~1.5; the property tests and the compiles of
-test_schedule_checks, test_speed_judge and test_optimizer_race are most of it); this guard
-fails an unmarked test at its first copy, naming the marker to add.
+process: seconds to a minute each. Those tests carry the `slow` marker, and so do the
+few others that take 9 s or more alone (60 TVM compiles of test_schedule_checks' property
+test, XTC's probes in test_machine, a gaming search in test_optimizer_race), so that
+`pytest tests -m "not slow"` leaves them out: -n 2, 703 tests in under a minute (53 s) on a
+2-vCPU AMD EPYC family 23 model 1 (Zen 1). This guard fails an unmarked test at its first
+copy, naming the marker to add.
 """
 
 from __future__ import annotations

@@ -128,6 +128,7 @@ def test_the_probe_leaves_nothing_in_the_temp_dir(native, tmp_path, monkeypatch)
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # XTC's probes compiled and timed: 9 s
 def test_the_probe_reads_no_lower_than_xtcs_load_limited_probe(native):
     # XTC's probes load a vector per FMA and time each probe once: they can only read
     # lower than chains on registers (Intel Xeon family 6 model 207: 61-79 GFMA/s

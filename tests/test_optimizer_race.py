@@ -317,6 +317,7 @@ def test_peeking_at_the_old_hidden_best_is_judged_not_learning():
     assert verdict and "on 0 seeds" in verdict and "hardly depend on what observe()" in verdict
 
 
+@pytest.mark.slow  # searches the landscape as a gaming learner would: 9 s
 def test_looking_for_the_landscape_finds_it_only_where_the_race_does_not_run():
     assert race.race_against_random(Peeker.make, secret=3, isolated=False).passes, (
         "a real cheat, in-process"

@@ -115,6 +115,7 @@ def apply_steps(backend, steps):
     return impl, sch
 
 
+@pytest.mark.slow  # 60 schedules compiled on TVM: 17 s
 @settings(max_examples=60, deadline=None, derandomize=True, database=None)
 @given(steps=schedules())
 def test_checks_agree_with_tvm_and_passing_schedules_compute(steps, tmp_path_factory):
