@@ -28,23 +28,21 @@ from typing import Any
 
 from xtc_katas.measure import module_cache
 
-#: The lines of /proc/cpuinfo's first processor that identify the CPU.
-IDENTITY = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
+#: The lines of /proc/cpuinfo's first processor that identify the CPU: those a compiled
+#: module's key holds, and the stepping, which py-cpuinfo reports too.
+IDENTITY = (*module_cache.CPU_FIELDS, "stepping")
 
 
 def identity() -> str | None:
     """What identifies this CPU and py-cpuinfo's reading of it; None without /proc/cpuinfo."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
+    lines = module_cache.cpuinfo_lines(IDENTITY)
+    if lines is None:
         return None
-    first = text.split("\n\n", 1)[0]
-    lines = [line for line in first.splitlines() if line.split(":", 1)[0].strip() in IDENTITY]
     try:
         version = metadata.version("py-cpuinfo")
     except metadata.PackageNotFoundError:
         version = "?"
-    return "\n".join([platform.machine(), f"py-cpuinfo {version}", str(os.cpu_count()), *lines])
+    return "\n".join([platform.machine(), f"py-cpuinfo {version}", str(os.cpu_count()), lines])
 
 
 def path_of(key: str) -> Path:

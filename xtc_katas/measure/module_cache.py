@@ -91,17 +91,29 @@ def versions() -> dict[str, str]:
     return found
 
 
-def cpu() -> str:
-    """The CPU the modules are compiled for (-march=native): vendor, family, model, flags."""
+#: The lines of /proc/cpuinfo's first processor that the compiled code depends on.
+CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "flags")
+
+
+def cpuinfo_lines(fields: Iterable[str] = CPU_FIELDS) -> str | None:
+    """Those `fields` of /proc/cpuinfo's first processor, as lines; None without it."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
+        return None
+    first = text.split("\n\n", 1)[0]
+    wanted = set(fields)
+    return "\n".join(line for line in first.splitlines() if line.split(":", 1)[0].strip() in wanted)
+
+
+def cpu() -> str:
+    """The CPU the modules are compiled for (-march=native): vendor, family, model, flags."""
+    lines = cpuinfo_lines()
+    if lines is None:
         import platform
 
         return platform.processor() or platform.machine()
-    first = text.split("\n\n", 1)[0]
-    keep = ("vendor_id", "cpu family", "model", "model name", "flags")
-    return "\n".join(line for line in first.splitlines() if line.split(":", 1)[0].strip() in keep)
+    return lines
 
 
 def source_hash(root: Path, parts: Iterable[str] = SOURCES) -> str:
