@@ -64,17 +64,19 @@ def _in_katas(item: pytest.Item) -> bool:
     return Path(item.path).resolve().is_relative_to(ROOT / "katas")
 
 
+#: The failure's description (failures.describe), made once by the wrapper below before
+#: the report is, and read by the report's first maker.
+DESCRIBED = pytest.StashKey["tuple[str, bool] | None"]()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A failure told without its traceback gets a report without one: pytest would
     format the traceback (reading every frame's source) only for the wrapper below to
     drop it. On an untouched stub that was most of a red run's time after start-up:
     36 failures of kata 10 spent 0.9 s there (cProfile, AMD EPYC family 23 model 1)."""
-    kata = kata_of(item)
-    if kata is None or call.excinfo is None or call.when != "call":
-        return None
-    described = failures.describe(kata, call.excinfo.value, call.excinfo.tb)
-    if described is None or described[1]:
+    described = item.stash.get(DESCRIBED, None)
+    if call.when != "call" or described is None or described[1]:
         return None
     return pytest.TestReport(
         item.nodeid,
@@ -95,17 +97,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_runtest_makereport_in_words(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Iterator[None] | Any:
-    report = yield
     kata = kata_of(item)
+    described = None
+    if kata is not None and call.excinfo is not None:
+        described = failures.describe(kata, call.excinfo.value, call.excinfo.tb)
+    item.stash[DESCRIBED] = described
+    report = yield
     if kata is None:
         return report
-    described = None
-    if call.excinfo is not None:
-        exc = call.excinfo.value
-        described = failures.describe(kata, exc, call.excinfo.tb)
-        if described:
-            header, keep_traceback = described
-            report.longrepr = f"{header}\n\n{report.longrepr}" if keep_traceback else header
+    if described:
+        header, keep_traceback = described
+        report.longrepr = f"{header}\n\n{report.longrepr}" if keep_traceback else header
     if item.config.getoption("--check-stubs") and _in_katas(item) and report.when == "call":
         stub_failure = (
             described is not None
