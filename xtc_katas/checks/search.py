@@ -255,6 +255,15 @@ def honesty_mistakes(
     return [mistake for mistake in mistakes if mistake]
 
 
+#: The advice for a figure faster than its kernel ran.
+TOO_FAST = "Report 100 * fmas / min(times) / peak_fmas_per_s, with fmas = graph.ops_count()"
+
+
+def reported_percent(reported: float) -> str:
+    """The learner's figure in a message: above 100%, the advice explains it."""
+    return format_percent(reported, 2, why="more than the core's peak: see below")
+
+
 def observed_mistake(
     reported: float, times: list[float], problem: Problem, peak_fmas_per_s: float, name: str
 ) -> str | None:
@@ -269,11 +278,11 @@ def observed_mistake(
     fastest, slowest = to_percent(min(times)), to_percent(max(times))
     ratio = reported / fastest
     advice = (
-        "Report 100 * fmas / min(times) / peak_fmas_per_s, with fmas = graph.ops_count()"
+        TOO_FAST
         if reported > fastest
         else "Keep the fastest of the times: 100 * fmas / min(times) / peak_fmas_per_s"
     )
-    yours = format_percent(reported, 2, why="more than the core's peak: see below")
+    yours = reported_percent(reported)
     return (
         f"for {name!r} it reported {yours} of peak; the {len(times)} times its own XTC "
         f"evaluator returned give {format_percent(slowest, 2)} (slowest, "
@@ -364,13 +373,12 @@ def honesty_mistake(reported: float, measured: float, candidate: Any) -> str | N
     if 1 / HONEST_BELOW <= ratio <= HONEST_ABOVE:
         return None
     advice = (
-        "Report 100 * fmas / min(times) / peak_fmas_per_s, with fmas = graph.ops_count()"
+        TOO_FAST
         if ratio > HONEST_ABOVE
         else "Measure with several short runs and keep the fastest: "
         "module.get_evaluator(repeat=5, min_repeat_ms=20), then min(times)"
     )
-    # Above 100%, the learner's figure is explained by the advice; the harness's by noise.
-    yours = format_percent(reported, 2, why="more than the core's peak: see below")
+    yours = reported_percent(reported)
     return (
         f"for {candidate!r} it reported {yours} of peak; the harness measured "
         f"{format_percent(measured, 2)} for the same schedule ({ratio:.2f}x). {advice}"
