@@ -21,6 +21,7 @@ from xtc_katas.checks.speed_rule import (
     Speedups,
     bar,
     judge,
+    step_pays,
 )
 from xtc_katas.kata.manifest import find
 from xtc_katas.tools.flakecheck import MARGIN
@@ -208,6 +209,26 @@ def test_the_previous_technique_never_passes_when_speed_can_tell(reference, prev
     applied = bar(Speedups(learner=previous, reference=reference, previous=previous), cap_)
     if ABOVE_PREVIOUS * previous <= HEADROOM * reference:
         assert applied.value >= ABOVE_PREVIOUS * previous - 1e-9
+
+
+@given(reference=positive, previous=positive, cap_=st.none() | positive)
+def test_a_test_named_beats_x_where_it_pays_asks_to_beat_x_by_1_15(reference, previous, cap_):
+    """Where the step pays, the bar is 1.15x the previous step's figure or more; where it
+    does not, the learner is told so. (A reference 1.3x the previous step's once paid,
+    with a bar of 0.91x the previous step: a test named "beats X" passed a kernel slower
+    than X, teacher's review of kata 10, issue 20.)"""
+    applied = bar(Speedups(learner=previous, reference=reference, previous=previous), cap_)
+    if step_pays(Speedups(learner=0, reference=reference, previous=previous)):
+        assert applied.value >= ABOVE_PREVIOUS * previous * (1 - 1e-9)
+        assert applied.step_note == ""
+    else:
+        assert "does not pay on this machine" in applied.step_note
+
+
+def test_a_gain_too_small_for_the_bar_to_ask_more_than_the_previous_step_is_said_so():
+    applied = bar(Speedups(learner=50, reference=39, previous=30), cap=60)  # 1.3x
+    assert "gained only 1.30x" in applied.step_note and "1.64x" in applied.step_note
+    assert applied.value == pytest.approx(0.7 * 39)  # below the previous step's 30x
 
 
 def test_a_step_that_does_not_pay_is_said_so_with_both_speedups():

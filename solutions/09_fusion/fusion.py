@@ -23,8 +23,9 @@ def schedule_fused(sch: Any) -> None:
     """A register tile of C, with the relu fused into C's nest at a loop outside k.
 
     Fused at i, the relu runs once per block of 4 whole rows of C: on TVM the values it
-    reads are one contiguous range (see the lesson: fused at j they are not, and that
-    costs twice the time on TVM).
+    reads are one contiguous range (see the lesson: fused at j they are not, and on TVM
+    that took about twice the time of fusing at i at 512x512x16, AMD EPYC family 26 and
+    Intel Xeon family 6 model 207).
     """
     sch.strip_mine("i", {"i1": 4})
     sch.strip_mine("j", {"j1": 16})

@@ -18,7 +18,8 @@ from typing import Any
 
 #: The register tile: 4 output columns (unrolled) x 16 output channels (vectorized).
 #: 4 x 16 / lanes accumulators: 8 on AVX2, 4 on AVX-512. On XTC 0.3.2's MLIR it is the
-#: fastest tile measured (see the lesson): 8 x 16 or 4 x 32 ran 13 to 17 times slower.
+#: fastest tile measured (see the lesson): 8 x 16 or 4 x 32 ran 13 to 17 times slower
+#: (AMD EPYC family 26).
 COLUMNS = 4
 CHANNELS = 16
 

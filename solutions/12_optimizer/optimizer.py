@@ -33,7 +33,7 @@ class LocalSearch(Optimizer):
     """Random at first, then near the best sample seen: a trust region in log space.
 
     Drawing samples is free and evaluating them is not, so the optimizer draws one large
-    pool at the start (2000 samples, a fifth of this strategy's space) and then chooses
+    pool at the start (2000 samples, about a sixth of this strategy's 11088) and then chooses
     among them. Each batch is the samples not yet suggested that are closest to the best
     one so far, in octaves of every tile size, with a share still picked at random, so
     that one lucky start cannot trap the search.

@@ -61,7 +61,8 @@ class Task:
     baseline: str = "naive"
     #: Per backend, why this step may not beat the previous one (a cause measured on some
     #: CPU, e.g. LLVM vectorized the previous step already): shown with the figures when
-    #: the previous step's reference is as fast in the learner's run (speed_rule.step_note).
+    #: this step's reference is not speed_rule.PAYS x the previous step's in the learner's
+    #: run (speed_rule.step_note).
     no_gain: tuple[tuple[str, str], ...] = ()
     #: The shape checks its loop nest must pass, by name (loop_nests.SHAPES): what
     #: `task.assert_shape()` asserts, and what the harness's own tests read.
