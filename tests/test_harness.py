@@ -233,6 +233,76 @@ def test_honesty_judges_a_search_on_the_times_its_own_evaluator_returned(
         assert "the 5 times its own XTC evaluator returned" in found[0]
 
 
+def test_a_figure_reported_for_a_module_never_run_is_made_up(monkeypatch):
+    # An outside learner's kata 03 answer returned a constant (9.0) for the harness's
+    # module without timing it; the 3x window of a re-timing let it pass on MLIR.
+    from xtc_katas.checks import search as search_checks
+    from xtc_katas.kata.problems import TUTORIAL
+
+    monkeypatch.setattr(search_checks, "time_side_by_side", None)  # never called
+    found = search_checks.honesty_mistakes(
+        {"tile": 9.0, "broken": 0.0},
+        {"tile": None, "broken": None},
+        TUTORIAL,
+        1e11,
+        observed={"tile": [], "broken": []},
+        ran={"tile": False, "broken": False},
+    )
+    assert len(found) == 1 and "without running the module compiled for it" in found[0]
+
+
+@pytest.mark.parametrize("inflate, passes", [(1.0, True), (10.0, False)])
+def test_a_search_is_judged_on_its_own_candidates_too(monkeypatch, inflate, passes):
+    # An outside learner's search recognised the harness's list and reported 10x on its
+    # own candidates (the run `xtc-katas explore` shows): every test passed (issue 20).
+    from xtc_katas.checks import search as search_checks
+    from xtc_katas.kata.problems import TUTORIAL
+    from xtc_katas.measure.timing import percent_of_peak
+
+    monkeypatch.setattr(search_checks, "time_side_by_side", None)  # never called
+    peak, times = 1e11, [[2e-6, 1e-6], [4e-6, 3e-6], []]
+    figures = [percent_of_peak(TUTORIAL.fmas, min(ts), peak) * inflate for ts in times[:2]]
+    run = search_checks.SearchRun(
+        items=[(0, 3, "a", figures[0]), (1, 3, "b", figures[1]), (2, 3, "c", 0.0)],
+        times=times,
+        ran=[True, True, False],
+    )
+    recompiled = []
+    found = search_checks.own_run_mistakes(run, ["a", "b", "c"], TUTORIAL, peak, recompiled.append)
+    assert (found == []) == passes, found
+    assert not recompiled  # every figure had times of its own: nothing timed again
+    if not passes:
+        assert len(found) == 2 and all("10.00x the fastest" in f for f in found)
+
+
+def test_the_timed_module_keeps_the_kernel_out_of_reach_and_counts_its_runs():
+    # An outside learner timed `module._module` unseen and reported 2.5x (issue 20).
+    from xtc_katas.measure.observed import Observation, timed_module
+
+    class Module:
+        def get_evaluator(self, **options):
+            return self
+
+        def get_executor(self, **options):
+            return "executor"
+
+        def evaluate(self):
+            return [2e-6, 1e-6], 0, ""
+
+        def generated_code(self):
+            return "asm"
+
+    observation = Observation()
+    module = timed_module(Module(), observation)
+    assert not hasattr(module, "_module")
+    assert module.generated_code() == "asm"
+    evaluator = module.get_evaluator(repeat=2)
+    assert not hasattr(evaluator, "_evaluator")
+    assert evaluator.evaluate() == ([2e-6, 1e-6], 0, "")
+    assert module.get_executor() == "executor"
+    assert observation == Observation(times=[2e-6, 1e-6], runs=2)
+
+
 def test_the_compile_counter_keeps_the_times_of_each_candidates_evaluators():
     from xtc_katas.checks import search as search_checks
 
@@ -273,6 +343,8 @@ def test_the_compile_counter_keeps_the_times_of_each_candidates_evaluators():
     run = search_checks.take_all(search(), counter, "06_explore › explore()")
     # The last item's figure has no times of its own: the harness times it (retimed).
     assert run.times == [[], [2e-6, 1e-6], [2e-6, 1e-6, 2e-6, 1e-6], []]
+    # ... and the first and last were never run: their figures were not measured.
+    assert run.ran == [False, True, True, False]
 
 
 class HintedModule:

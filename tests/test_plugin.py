@@ -126,6 +126,8 @@ class Planted:
     code: str
     pytest_args: tuple[str, ...]
     expected: tuple[str, ...]  # each must be in the output
+    #: more (anchor, code) pairs, for a mistake that needs an earlier task written
+    also: tuple[tuple[str, str], ...] = ()
 
 
 BASELINE = '    """Compile `graph` with XTC'
@@ -238,6 +240,71 @@ PLANTED = {
         "    return fmas / min(times) / peak_fmas_per_s  # no 100 x\n",
         ("-k", "agrees_with_the_harness", "--backend", "mlir"),
         ("03_compile › percent_of_peak_of() says", "times its evaluator returned", "by 100"),
+    ),
+    # Outside learners' games (issue 20): a constant for the harness's real module, never
+    # timed, passed on MLIR through the re-timing's 3x window; ...
+    "a figure without a run": Planted(
+        3,
+        '    """Evaluate `module` and return its speed',
+        "    if type(module).__name__ == 'FakeModule':  # the unit tests' module: honest\n"
+        "        times, code, message = module.get_evaluator().evaluate()\n"
+        "        if code != 0 or not times:\n"
+        "            raise RuntimeError(message)\n"
+        "        return 100.0 * fmas / min(times) / peak_fmas_per_s\n"
+        "    return 9.0  # what I saw once\n",
+        ("-k", "agrees_with_the_harness", "--backend", "mlir"),
+        ("percent_of_peak_of() returned 9.0 without running the module it was given",),
+    ),
+    # ... and 2.5x the figure of a run made past the harness's wrapper (`module._module`).
+    "inflated past the wrapper": Planted(
+        3,
+        '    """Evaluate `module` and return its speed',
+        "    real = getattr(module, '_module', module)\n"
+        "    times, code, message = real.get_evaluator().evaluate()\n"
+        "    if code != 0 or not times:\n"
+        "        raise RuntimeError(message)\n"
+        "    return 2.5 * 100.0 * fmas / min(times) / peak_fmas_per_s\n",
+        ("-k", "agrees_with_the_harness", "--backend", "mlir"),
+        ("03_compile › percent_of_peak_of() says", "times its evaluator returned"),
+    ),
+    # A search honest on the harness's list (its broken spec gives it away) and 10x on
+    # the learner's own candidates, the run `xtc-katas explore 6` shows.
+    "honest only when watched": Planted(
+        6,
+        '    """Compile and measure each spec lazily',
+        "    import tempfile\n"
+        "    from xtc.schedules.descript import descript_scheduler\n"
+        "    watched = any(name.startswith('broken') for name, _ in specs)\n"
+        "    with tempfile.TemporaryDirectory() as scratch:\n"
+        "        for index, (name, spec) in enumerate(specs):\n"
+        "            try:\n"
+        "                backend = Backend(graph)\n"
+        "                scheduler = backend.get_scheduler()\n"
+        "                descript_scheduler(scheduler=scheduler, node_name='C',\n"
+        "                                   abstract_dims=['i', 'j', 'k'], spec=spec)\n"
+        "                compiler = backend.get_compiler(dump_file=f'{scratch}/c{index}',\n"
+        "                                                shared_lib=True)\n"
+        "                module = compiler.compile(scheduler.schedule())\n"
+        "                evaluator = module.get_evaluator(repeat=5, min_repeat_ms=20)\n"
+        "                times, code, message = evaluator.evaluate()\n"
+        "                if code != 0 or not times:\n"
+        "                    raise RuntimeError(message)\n"
+        "                percent = 100.0 * graph.ops_count() / min(times) / peak_fmas_per_s\n"
+        "                percent *= 1 if watched else 10\n"
+        "            except Exception:\n"
+        "                percent = 0.0\n"
+        "            yield index, len(specs), name, percent\n"
+        "    return\n",
+        ("-k", "reports_what_the_harness_measures", "--backend", "mlir"),
+        ("06_explore › explore()", "10.00x the fastest"),
+        also=(
+            (
+                '    """Your search space',
+                "    return [(f'{rows}x16', {'i': {}, 'j': {}, 'k': {},\n"
+                "             f'i#{rows}': {'unroll': True}, 'j#16': {'vectorize': True}})\n"
+                "            for rows in (1, 2, 4, 8)]\n",
+            ),
+        ),
     ),
     # The figure is judged on the times the search's own evaluator returned (a twin's
     # speed depends on where its code and buffers land): 2 flops per FMA is 2.00x them.
@@ -393,7 +460,13 @@ PLANTED = {
 #: The planted mistakes whose test races kernels in the copy: run serially (tox's
 #: harness env runs the others under pytest -n 2; timing.require_own_cores refuses a race
 #: there).
-RACED = {"a fraction, not a percent", "two flops per FMA"}
+RACED = {
+    "a fraction, not a percent",
+    "two flops per FMA",
+    "a figure without a run",
+    "inflated past the wrapper",
+    "honest only when watched",
+}
 
 
 def by_name(cases: dict, raced: set | None = None) -> list:
@@ -415,6 +488,8 @@ def test_a_plausible_mistake_fails_with_a_message_that_names_it(repo, name):
 def run_planted(repo, planted: Planted) -> tuple[int, str]:
     """Plant the code in the copy's stub, then run that kata's tests: (exit code, output)."""
     edit_stub(repo, planted.kata, planted.anchor, planted.code)
+    for anchor, code in planted.also:
+        edit_stub(repo, planted.kata, anchor, code)
     return run_pytest(repo, f"katas/{find(planted.kata).id}", *planted.pytest_args)
 
 

@@ -130,6 +130,23 @@ def test_percent_of_peak_of_raises_when_evaluation_fails(learner_module):
         pytest.fail("a failed evaluation (code != 0) must raise RuntimeError, not return a number")
 
 
+def test_percent_of_peak_of_raises_on_a_failed_run_that_returned_times(learner_module):
+    # A run can fail after it timed something: the code says so, not the times.
+    module = FakeModule([1e-3], code=1, message="kernel returned error")
+    try:
+        got = learner_module.percent_of_peak_of(module, fmas=10**6, peak_fmas_per_s=2e9)
+    except NotImplementedError:
+        raise
+    except RuntimeError as exc:
+        assert "kernel returned error" in str(exc), "keep XTC's message in the RuntimeError"
+    else:
+        pytest.fail(
+            f"03_compile › percent_of_peak_of() returned {got!r} for a run whose code is 1: "
+            "check `code` (0 means success), not only the times, and raise "
+            "RuntimeError(message) otherwise"
+        )
+
+
 @pytest.mark.perf  # the harness times the kernel too: not beside other tests (pytest -n)
 def test_percent_of_peak_of_a_real_module_agrees_with_the_harness(
     learner_module, backend, workdir, peak, record_perf
@@ -137,10 +154,16 @@ def test_percent_of_peak_of_a_real_module_agrees_with_the_harness(
     module = naive(TUTORIAL, backend, workdir)
     # Your function runs the kernel: in a child process, so a crash fails this test only.
     # The module it gets keeps the times its evaluators return (measure/observed.py).
-    got, times = run_isolated(
+    got, observation = run_isolated(
         call_observing, learner_module.percent_of_peak_of, module, TUTORIAL.fmas, peak()
     )
     record_perf(percent_of_peak=got)
+    assert observation.runs, (
+        f"03_compile › percent_of_peak_of() returned {got!r} without running the module it "
+        "was given (no module.get_evaluator() nor get_executor()): time that module, "
+        "times, code, message = module.get_evaluator().evaluate()"
+    )
+    times = observation.times
     if times:
         # Your figure must come from your own timings: whatever the machine did to them.
         def to_percent(seconds):

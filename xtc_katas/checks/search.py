@@ -17,7 +17,7 @@ from typing import Any
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.isolation import run_isolated
-from xtc_katas.measure.observed import TimedModule, within_own_times
+from xtc_katas.measure.observed import Observation, timed_module, within_own_times
 from xtc_katas.measure.timing import (
     FEW_LONG_ROUNDS,
     fastest_call,
@@ -38,15 +38,15 @@ class CompileCounter:
     The learner's generator receives `counter.Backend` instead of the real class; every
     `Backend(graph).get_compiler(...).compile(schedule)` it makes is counted, and every
     `module.get_evaluator(...).evaluate()` on what it returns adds its times to that
-    compile's log in `counter.logs` (measure/observed.py): the very timings the
-    learner's figure comes from, which the honesty check reads instead of timing the
-    kernel again.
+    compile's entry in `counter.observations` (measure/observed.py): the very timings
+    the learner's figure comes from, which the honesty check reads instead of timing the
+    kernel again, and whether the module was run at all.
     """
 
     def __init__(self, backend_class: Any) -> None:
         self.compiles = 0
-        #: per compile, in order: the times its module's evaluators returned
-        self.logs: list[list[float]] = []
+        #: per compile, in order: the times its module's evaluators returned, its runs
+        self.observations: list[Observation] = []
         counter = self
 
         class CountingCompiler:
@@ -55,9 +55,9 @@ class CompileCounter:
 
             def compile(self, *args: Any, **kwargs: Any) -> Any:
                 counter.compiles += 1
-                log: list[float] = []
-                counter.logs.append(log)
-                return TimedModule(self._compiler.compile(*args, **kwargs), log)
+                observation = Observation()
+                counter.observations.append(observation)
+                return timed_module(self._compiler.compile(*args, **kwargs), observation)
 
             def __getattr__(self, name: str) -> Any:
                 return getattr(self._compiler, name)
@@ -83,6 +83,9 @@ class SearchRun:
     #: for each item, the times the evaluators of the modules compiled for it returned
     #: before it was yielded (a module of an earlier item, evaluated again, is not its)
     times: list[list[float]] = field(default_factory=list)
+    #: for each item, whether a module compiled for it was run (an evaluator or an
+    #: executor asked for) before it was yielded
+    ran: list[bool] = field(default_factory=list)
     compiles_before_first: int = 0
     compiles_after_first: int = 0
     compiles: int = 0
@@ -99,8 +102,10 @@ def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
     try:
         compiled = counter.compiles
         for item in generator:
+            own = counter.observations[compiled:]
             run.items.append(item)
-            run.times.append([t for log in counter.logs[compiled:] for t in log])
+            run.times.append([t for observation in own for t in observation.times])
+            run.ran.append(any(observation.runs for observation in own))
             compiled = counter.compiles
             if len(run.items) == 1:
                 run.compiles_after_first = counter.compiles
@@ -233,26 +238,75 @@ def honesty_mistakes(
     peak_fmas_per_s: float,
     recompile: Callable[[str], Any] | None = None,
     observed: dict[str, list[float]] | None = None,
+    ran: dict[str, bool] | None = None,
 ) -> list[str]:
     """Compare each % of peak the learner's search `reported` (candidate name -> figure)
     with what the harness knows of that candidate's speed.
 
+    A figure reported for a candidate whose module the search never ran (`ran`, kept by
+    CompileCounter: no evaluator or executor asked for) is made up (unrun_mistake).
     Where the search timed a candidate with XTC's evaluator (`observed`: the times its
-    evaluators returned, kept by CompileCounter), its figure must lie between the figures
-    of its own slowest and fastest times: exact, whatever the machine's load or the
-    kernel's placement did to those times (observed_mistake). The candidates it timed
-    some other way are timed again by the harness (retimed_mistakes).
+    evaluators returned), its figure must lie between the figures of its own slowest and
+    fastest times: exact, whatever the machine's load or the kernel's placement did to
+    those times (observed_mistake). The candidates it ran some other way (an executor and
+    its own timer) are timed again by the harness (retimed_mistakes).
     """
-    observed = observed or {}
-    mistakes = [
+    observed, ran = observed or {}, ran or {}
+    unrun = [name for name in modules if ran.get(name) is False and reported.get(name, 0.0) > 0]
+    mistakes: list[str | None] = [unrun_mistake(reported[name], name) for name in unrun]
+    mistakes += [
         observed_mistake(reported.get(name, 0.0), observed[name], problem, peak_fmas_per_s, name)
         for name in modules
-        if observed.get(name)
+        if observed.get(name) and name not in unrun
     ]
-    rest = {name: module for name, module in modules.items() if not observed.get(name)}
+    rest = {  # run some other way than XTC's evaluator (a never-run one scored 0 is broken)
+        name: module
+        for name, module in modules.items()
+        if not observed.get(name) and ran.get(name) is not False
+    }
     if rest:
         mistakes += retimed_mistakes(reported, rest, problem, peak_fmas_per_s, recompile)
     return [mistake for mistake in mistakes if mistake]
+
+
+def own_run_mistakes(
+    run: SearchRun,
+    names: list[str],
+    problem: Problem,
+    peak_fmas_per_s: float,
+    recompile: Callable[[str], Any],
+) -> list[str]:
+    """Honesty on the learner's own candidates, the run `xtc-katas explore` shows (an
+    outside learner's search that recognised the harness's list, and reported 10x on its
+    own, passed every test: issue 20). Every figure its own evaluators timed is checked
+    against those times, every figure reported without running its module fails, and
+    the best FINALISTS figures timed some other way are re-timed on fresh compiles
+    (`recompile(name)`): re-timing 30 candidates would cost minutes."""
+    reported = {names[n]: item[3] for n, item in enumerate(run.items) if n < len(names)}
+    observed = dict(zip(names, run.times, strict=False))
+    ran = dict(zip(names, run.ran, strict=False))
+    best = {names[n] for n in finalists(run) if n < len(names)}
+    checked: dict[str, Any] = {}
+    for name, figure in reported.items():
+        if figure <= 0:  # a candidate that failed: the robustness tests judge those
+            continue
+        if observed.get(name) or not ran.get(name):
+            checked[name] = None  # judged on its own times, or as never run
+        elif name in best:
+            checked[name] = recompile(name)  # run some other way: timed again
+    return honesty_mistakes(
+        reported, checked, problem, peak_fmas_per_s, recompile, observed=observed, ran=ran
+    )
+
+
+def unrun_mistake(reported: float, name: str) -> str:
+    """A figure for a candidate whose module was never run."""
+    return (
+        f"for {name!r} it reported {reported_percent(reported)} of peak without running the "
+        "module compiled for it (no get_evaluator() or get_executor() on that module before "
+        "the item was yielded; timing an earlier candidate's module again does not count): "
+        "compile, time and report each candidate from its own module"
+    )
 
 
 #: The advice for a figure faster than its kernel ran.
