@@ -437,3 +437,32 @@ def test_a_speedup_ignores_one_lucky_round():
     assert timings.speedup("a", "naive") == 10.0, "one round alone saw the machine idle"
     rounds["naive"][1] = 12.0  # a slow round of naive slows nothing else
     assert timings.speedup("a", "naive") == 10.0
+
+
+def test_a_search_that_reuses_a_dump_file_is_told_the_field_notes_trap():
+    # An outside learner's kata 06 search gave every compile the same dump_file and
+    # passed (issue 20): in one process an earlier module then runs a later kernel.
+    from xtc_katas.checks import search as search_checks
+
+    class Backend:
+        def __init__(self, graph):
+            pass
+
+        def get_compiler(self, **options):
+            return self
+
+        def compile(self, schedule):
+            return object()
+
+    def search(counter, paths):
+        for n, path in enumerate(paths):
+            counter.Backend(None).get_compiler(dump_file=path, shared_lib=True).compile(None)
+            yield n, len(paths), n, 1.0
+
+    for paths, reused in ((["/s/c0", "/s/c1"], False), (["/s/k", "/s/k"], True)):
+        counter = search_checks.CompileCounter(Backend)
+        run = search_checks.take_all(search(counter, paths), counter, "06_explore › explore()")
+        mistakes = search_checks.laziness_mistakes(run, valid=2)
+        assert bool(mistakes) == reused, mistakes
+        if reused:
+            assert "the same dump_file to several compiles (/s/k)" in mistakes[0]

@@ -514,3 +514,63 @@ def test_a_conv_is_told_in_its_own_axes():
     assert 'parallelize(["h"])' in mistake, mistake
     batch = nest(CONV, ("parallelize", ["b"]))
     assert any("runs 1 iteration" in m for m in loop_nests.parallel_rows(batch, CONV))
+
+
+@pytest.mark.parametrize(
+    "k1, order, expected",
+    [
+        # Outside learners' wrong blockings (issue 20), each passed kata 10's step 1.
+        (4, ["i", "j", "k", "k1", "i1", "j1"], None),  # the reference
+        (4, ["j", "i", "k", "k1", "i1", "j1"], None),  # blocks in j, i order: right too
+        (4, ["i", "j", "k", "k1", "j1", "i1"], None),  # rows of the block innermost: right
+        (4, ["i", "j", "k", "i1", "j1", "k1"], "the innermost loop 'k1' walks the reduction"),
+        (512, ["i", "j", "k", "k1", "i1", "j1"], "covers the whole axis (512)"),
+    ],
+)
+def test_a_blocking_walks_k_in_steps_outside_the_block(k1, order, expected):
+    blocking = nest(
+        GEMM,
+        ("strip_mine", "i", {"i1": 32}),
+        ("strip_mine", "j", {"j1": 32}),
+        ("strip_mine", "k", {"k1": k1}),
+        ("interchange", order),
+    )
+    mistakes = loop_nests.blocked(blocking, GEMM)
+    assert (mistakes == []) == (expected is None), mistakes
+    if expected:
+        (mistake,) = mistakes
+        assert expected in mistake, mistake
+
+
+def test_a_block_of_one_row_is_not_a_block():
+    one_row = nest(
+        GEMM,
+        ("strip_mine", "i", {"i1": 1}),
+        ("strip_mine", "j", {"j1": 32}),
+        ("strip_mine", "k", {"k1": 4}),
+        ("interchange", ["i", "j", "k", "k1", "i1", "j1"]),
+    )
+    (mistake,) = loop_nests.blocked(one_row, GEMM)
+    assert "the block 'i1' of 1 holds one 'i' of C" in mistake, mistake
+
+
+def test_parallel_loops_with_a_loop_between_them_are_named():
+    # An outside learner's parallelize(["h", "w"]) over h, b, w passed on MLIR; TVM fuses
+    # parallel loops and could not compile it, with a message pointing at this check.
+    from xtc_katas.kata.problems import RESNET18_02_ROWS8 as CONV
+
+    both = nest(
+        CONV,
+        ("interchange", ["h", "b", "w", "f", "r", "s", "c"]),
+        ("parallelize", ["h", "w"]),
+    )
+    mistakes = loop_nests.parallel_rows(both, CONV)
+    assert any("have ['b'] between them" in m for m in mistakes), mistakes
+    adjacent = nest(
+        CONV,
+        ("interchange", ["b", "h", "w", "f", "r", "s", "c"]),
+        ("parallelize", ["h", "w"]),
+    )
+    assert loop_nests.parallel_rows(adjacent, CONV) == []
+    batch = nest(CONV, ("parallelize", ["b"]))
+    assert any("the axis 'b' has size 1" in m for m in loop_nests.parallel_rows(batch, CONV))

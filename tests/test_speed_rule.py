@@ -185,7 +185,7 @@ def test_the_failure_names_the_figures_of_the_run():
             Speedups(learner=20, reference=56, previous=27),
             38,
             "04_scheduling › schedule_register_tile()",
-            "faster than the naive schedule on tvm",
+            "the speed of the naive schedule on tvm",
             "unroll i1",
             "% of peak: yours 20%",
         )

@@ -56,3 +56,17 @@ def test_a_task_whose_kind_builds_nothing_says_so():
         kind_of(kata.task("explore")).schedule_pair(
             kata, object(), "explore", KataBackend("mlir"), TUTORIAL
         )
+
+
+def test_a_spec_writer_is_told_in_spec_keys_not_scheduler_calls():
+    # An outside learner's fused_spec with "i#4": {} was told to call unroll({'i0': 4}),
+    # a loop name and a call its spec never has (issue 20).
+    from types import SimpleNamespace
+
+    nest = SimpleNamespace(root_node=SimpleNamespace(tiles={"i": {"i0": 4}, "j": {"j0": 16}}))
+    told = "the row tile 'i0' is not unrolled: unroll({'i0': 4}) so that"
+    (spec,) = KINDS["spec"].in_own_terms([told], nest)
+    assert (
+        spec == 'the row tile \'i0\' (your "i#4") is not unrolled: "i#4": {"unroll": True} so that'
+    )
+    assert KINDS["schedule"].in_own_terms([told], nest) == [told]

@@ -155,6 +155,16 @@ def test_conv_layer_graph_builds_resnet18_02(learner_module):
     check_graph(layer_graph(learner_module, "ResNet18_02"), RESNET18_02, "ResNet18_02")
 
 
+def test_conv_layer_graph_builds_the_dtype_it_is_given(learner_module):
+    # An outside learner's graph hard-coded "float32" and passed (issue 20).
+    graph = learner_module.conv_layer_graph("ResNet18_02", "float64")
+    dtypes = [str(t.dtype) for t in [*graph.inputs_types, *graph.outputs_types]]
+    assert set(dtypes) == {"float64"}, (
+        f"{KATA} › conv_layer_graph('ResNet18_02', 'float64'): the tensors are {dtypes}: "
+        "build I and W with the `dtype` argument, O.tensor(shape, dtype, name=...)"
+    )
+
+
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_conv_layer_graph_computes_small_layers_of_the_catalogue(learner_module, name):
     layer = SMALL[name][0]
@@ -260,6 +270,15 @@ def test_conv_strategy_samples_vectorize_f_for_this_machine_on_one_thread(task):
         raise StrategyMistake(
             f"{where}: sample(1, {STRATEGY_SEED}) gave no sample: return a strategy whose "
             f"space holds schedules of this layer, e.g. {answer}"
+        )
+    if len(drawn) < STRATEGY_SAMPLES:
+        # An outside learner's max_unroll=1 passed: its space is one schedule, a tile of
+        # one accumulator (issue 20).
+        mistakes.append(
+            f"its space holds only {len(drawn)} schedule(s) of this layer (sample("
+            f"{STRATEGY_SAMPLES}, {STRATEGY_SEED}) drew {len(drawn)}): nothing to search. "
+            "Its budgets (max_unroll: how many vector operations a register tile may "
+            f"unroll) leave no register tile with several accumulators; e.g. {answer}"
         )
     scalar, narrow, across, parallel = [], {}, {}, {}
     for label, sample in samples:

@@ -23,6 +23,7 @@ import functools
 import hashlib
 import importlib.util
 import inspect
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -455,6 +456,11 @@ class TaskKind:
     #: The learner's call in messages: "f(sch)", "f()".
     call: ClassVar[str] = "()"
 
+    def in_own_terms(self, mistakes: list[str], loop_nest: Any) -> list[str]:
+        """The loop-nest checks' messages, told in the terms the learner writes: the
+        scheduler's calls, as they are, for a function that schedules."""
+        return mistakes
+
     def schedule(
         self,
         kata: Kata,
@@ -561,6 +567,29 @@ class SpecKind(TaskKind):
     def schedule_pair(self, kata, module, function, backend, problem):
         pair = apply_spec_pair(kata, module, function, backend, problem)
         return _checked_pair(kata, f"{function}()", pair)
+
+    def in_own_terms(self, mistakes: list[str], loop_nest: Any) -> list[str]:
+        """A spec's writer never sees descript's loop names ('i0' for "i#4") nor calls
+        unroll(): each `unroll({'i0': 4})` becomes `"i#4": {"unroll": True}` and each
+        loop named is followed by its key (an outside learner's fused_spec was told to
+        call unroll({'i0': 4}), issue 20)."""
+        keys = {
+            name: f"{axis}#{size}"
+            for axis, tiles in loop_nest.root_node.tiles.items()
+            for name, size in tiles.items()
+        }
+
+        def spec_terms(mistake: str) -> str:
+            for name, key in keys.items():
+                mistake = re.sub(
+                    rf"unroll\(\{{'{re.escape(name)}': \d+\}}\)",
+                    f'"{key}": {{"unroll": True}}',
+                    mistake,
+                )
+                mistake = mistake.replace(f"'{name}'", f"'{name}' (your \"{key}\")", 1)
+            return mistake
+
+        return [spec_terms(mistake) for mistake in mistakes]
 
 
 class StrategyKind(TaskKind):

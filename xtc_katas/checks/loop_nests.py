@@ -114,10 +114,16 @@ def _too_few_iterations(node: Any, loop: Loop, sizes: dict[str, int] | None) -> 
     trips = trip_count(node, loop, sizes)
     if trips is None or trips >= 2:
         return []
+    whole = (sizes or {}).get(loop.axis)
+    instead = (
+        f"an axis of the output with more than one (the axis {loop.axis!r} has size 1)"
+        if whole == 1
+        else f"e.g. a smaller tile of {loop.axis!r} or the loop over its tiles"
+    )
     return [
         f"the parallel loop {loop.name!r} runs {trips} iteration: one thread does all the "
         f"work. Parallelize a loop with at least as many iterations as cores (this machine: "
-        f"{os.cpu_count()}), e.g. a smaller tile of {loop.axis!r} or the loop over its tiles"
+        f"{os.cpu_count()}): {instead}"
     ]
 
 
@@ -451,8 +457,20 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
                 f"({sizes[axis]}): the loop over blocks then runs once and C is one block. "
                 f"Make blocks smaller than the matrix, e.g. {{{axis + '1'!r}: 32}}"
             )
+        elif block and block[1] < 2:
+            mistakes.append(
+                f"the block {block[0]!r} of {block[1]} holds one {axis!r} of C: a block is "
+                f"several rows by several columns, whose rows of B are reused while it is "
+                f"finished, e.g. {{{axis + '1'!r}: 32}}"
+            )
     k_tiles = [size for size in node.tiles.get(k, {}).values()]
-    if not k_tiles or max(k_tiles) < 2:
+    if k_tiles and k in sizes and max(k_tiles) >= sizes[k]:
+        mistakes.append(
+            f"the tile of {k!r} of {max(k_tiles)} covers the whole axis ({sizes[k]}): the "
+            f"loop {k!r} then runs once, and nothing walks it in steps. Make it a few "
+            f"steps, {{{k + '1'!r}: 4}} (TVM's kfactor)"
+        )
+    elif not k_tiles or max(k_tiles) < 2:
         ones = (
             ""
             if not k_tiles
@@ -471,6 +489,14 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
             f"{i!r} and {j!r}, the loops over blocks, first, so that one block of C is "
             f'finished before the next starts: interchange(["{i}", "{j}", ...]), then the '
             "loops inside a block"
+        )
+    elif node_loops and node_loops[-1].axis == k:
+        mistakes.append(
+            f"the innermost loop {names[-1]!r} walks the reduction {k!r} (the interchange "
+            f"is {names}): inside a block, the steps of {k!r} go outside the block's rows "
+            f"and columns, so that each step updates the whole block and the loop over "
+            f"{j!r} stays innermost for the next step's vectors: "
+            f'interchange(["{i}", "{j}", "{k}", "{k}1", "{i}1", "{j}1"])'
         )
     return mistakes
 
@@ -604,6 +630,18 @@ def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
         mistakes.append(
             f"loops {outside} run outside the parallel loop: they would fork and join the "
             f"threads once per iteration. Put {parallel[0].name!r} first in the interchange"
+        )
+    between = [
+        loop.name
+        for loop in root_loops[first : root_loops.index(parallel[-1])]
+        if loop not in parallel
+    ]
+    if between:
+        mistakes.append(
+            f"the parallel loops {[loop.name for loop in parallel]} have {between} between "
+            "them: XTC's TVM backend fuses parallel loops into one (TVMScheduler: "
+            "sch.fuse), which needs them adjacent, and one loop over the output is enough "
+            f"for the cores: parallelize([{rows!r}]) alone"
         )
     for loop in parallel:
         mistakes += _too_few_iterations(root, loop, sizes)

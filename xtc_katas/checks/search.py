@@ -47,6 +47,8 @@ class CompileCounter:
         self.compiles = 0
         #: per compile, in order: the times its module's evaluators returned, its runs
         self.observations: list[Observation] = []
+        #: every dump_file a compiler was asked for, in order
+        self.dump_files: list[str] = []
         counter = self
 
         class CountingCompiler:
@@ -67,6 +69,8 @@ class CompileCounter:
                 self._impl = backend_class(*args, **kwargs)
 
             def get_compiler(self, *args: Any, **kwargs: Any) -> Any:
+                if kwargs.get("dump_file") is not None:
+                    counter.dump_files.append(str(kwargs["dump_file"]))
                 return CountingCompiler(self._impl.get_compiler(*args, **kwargs))
 
             def __getattr__(self, name: str) -> Any:
@@ -89,6 +93,8 @@ class SearchRun:
     compiles_before_first: int = 0
     compiles_after_first: int = 0
     compiles: int = 0
+    #: the dump_file of every compiler the search asked for, in order
+    dump_files: list[str] = field(default_factory=list)
 
 
 def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
@@ -116,6 +122,7 @@ def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
             "Exception, yield 0.0 for it, and go on"
         ) from exc
     run.compiles = counter.compiles
+    run.dump_files = list(counter.dump_files)
     return run
 
 
@@ -201,6 +208,15 @@ def laziness_mistakes(run: SearchRun, valid: int = 1) -> list[str]:
         mistakes.append(
             f"it had compiled {run.compiles_after_first} candidates when it yielded the "
             "first: compile, measure and yield one candidate at a time"
+        )
+    reused = sorted({path for path in run.dump_files if run.dump_files.count(path) > 1})
+    if reused:
+        mistakes.append(
+            f"it gave the same dump_file to several compiles ({', '.join(reused)}): in one "
+            "process that makes an earlier module run a later kernel, and two searches "
+            "sharing it crash or leave the output untouched (docs/xtc-0.3.2-field-"
+            "notes.md). Give each compile a new one, e.g. "
+            'f"{scratch}/c{index}" in a tempfile.TemporaryDirectory()'
         )
     return mistakes
 

@@ -155,7 +155,7 @@ def judge(
 ) -> Bar:
     """Raise a KataFailure naming the figures and the next step, or return the bar met.
 
-    `measured` says what the ratios are ("faster than the naive schedule on tvm
+    `measured` says what the ratios are ("the speed of the naive schedule on tvm
     (4x32x512 float32 matmul)"); `details` adds what the caller knows (% of peak,
     milliseconds, the BLAS kernel).
     """

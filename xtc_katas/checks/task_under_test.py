@@ -145,9 +145,9 @@ class TaskUnderTest:
         there."""
         if not self.task.shape:
             raise LookupError(f"{self.kata.id}.{self.function}: no shape in the manifest")
-        return loop_nests.shape_mistakes(
-            self.task.shape, self.loop_nest(), self.problem, self.backend.name
-        )
+        nest = self.loop_nest()
+        mistakes = loop_nests.shape_mistakes(self.task.shape, nest, self.problem, self.backend.name)
+        return self.kind.in_own_terms(mistakes, nest)
 
     def assert_shape(self, mistakes: list[str] | None = None) -> None:
         """No mistakes in the loop nest's shape: the manifest's shape checks for this task
