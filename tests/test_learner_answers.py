@@ -134,6 +134,18 @@ WRONG = {
                 ("inside the 'k' loop",),
             ),
         ],
+        # An outside learner's spec (issue 20) was told to call unroll({'i0': 4}).
+        [
+            Answer(
+                "fused_spec",
+                spec(
+                    '{"i": {"fuse_consumer": True}, "j": {}, "k": {}, "i#4": {},'
+                    ' "j#16": {"vectorize": True}}'
+                ),
+                "fused_spec_fuses",
+                ('(your "i#4") is not unrolled', '"i#4": {"unroll": True}'),
+            ),
+        ],
     ],
     10: [
         [
@@ -224,6 +236,40 @@ WRONG = {
                 ("no loop is parallelized",),
             ),
         ],
+        # An outside learner's blockings (issue 20), each of which passed step 1.
+        [
+            Answer(
+                "gemm_blocking",
+                body(*GEMM_TILES, 'sch.interchange(["i", "j", "k", "i1", "j1", "k1"])'),
+                "gemm_blocking_walks",
+                ("the innermost loop 'k1' walks the reduction 'k'",),
+            ),
+            Answer(
+                "gemm_permute",
+                body(
+                    'sch.strip_mine("i", {"i1": 32})',
+                    'sch.strip_mine("j", {"j1": 32})',
+                    'sch.strip_mine("k", {"k1": 512})',
+                    'sch.interchange(["i", "j", "k", "i1", "k1", "j1"])',
+                    'sch.vectorize(["j1"])',
+                ),
+                "gemm_permute_puts",
+                ("the tile of 'k' of 512 covers the whole axis (512)",),
+            ),
+        ],
+        [
+            Answer(
+                "gemm_blocking",
+                body(
+                    'sch.strip_mine("i", {"i1": 1})',
+                    'sch.strip_mine("j", {"j1": 32})',
+                    'sch.strip_mine("k", {"k1": 4})',
+                    'sch.interchange(["i", "j", "k", "k1", "i1", "j1"])',
+                ),
+                "gemm_blocking_walks",
+                ("the block 'i1' of 1 holds one 'i' of C",),
+            ),
+        ],
     ],
     11: [
         [
@@ -288,6 +334,32 @@ WRONG = {
                 body(*CONV, 'sch.parallelize(["r"])'),
                 "schedule_conv_parallel_shares",
                 ("iterates the reduction axis 'r'",),
+            ),
+        ],
+        # An outside learner's answers (issue 20), each of which passed.
+        [
+            Answer(
+                "conv_layer_graph",
+                layer_graph(
+                    'd["h"] * sh + d["r"] - 1 - 2 * pad', 'd["w"] * sw + d["s"] - 1 - 2 * pad'
+                ).replace("dtype, name=", '"float32", name='),
+                "conv_layer_graph_builds_the_dtype",
+                ("build I and W with the `dtype` argument",),
+            ),
+            Answer(
+                "conv_strategy",
+                "    from xtc.search.strategies import Strategy_PPRPRPvr\n"
+                "    from xtc.utils.cpu import cpu_info\n"
+                '    lanes = cpu_info()["vsize"]["float32"]\n'
+                "    return Strategy_PPRPRPvr(graph, vec_size=lanes, max_unroll=1, threads=1)\n",
+                "conv_strategy",
+                ("its space is too small to search: sample(20, 0) drew",),
+            ),
+            Answer(
+                "schedule_conv_parallel",
+                body(*CONV, 'sch.parallelize(["h", "w"])'),
+                "schedule_conv_parallel_shares",
+                ("have ['b'] between them",),
             ),
         ],
     ],
@@ -388,6 +460,25 @@ RIGHT = {
         ),
     ],
 }
+
+#: Kata 12's search, observing each sample as soon as it is evaluated (an outside
+#: learner's right answer that failed with a false cause, issue 20).
+RIGHT[12] = [
+    Answer(
+        "search",
+        body(
+            "results = []",
+            "while len(results) < budget:",
+            "    for x in list(optimizer.suggest())[: budget - len(results)]:",
+            "        value = evaluate(list(x))",
+            "        optimizer.observe([list(x)], [value])",
+            "        results.append((list(x), value))",
+            "optimizer.finished()",
+            "return results",
+        ),
+        "search",
+    ),
+]
 
 #: A newcomer's first hour (katas 02-04, 09, on an AMD EPYC family 25): mistakes where a
 #: message once named another cause than the one the harness saw. Each message must now

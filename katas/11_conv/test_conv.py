@@ -275,8 +275,8 @@ def test_conv_strategy_samples_vectorize_f_for_this_machine_on_one_thread(task):
         # An outside learner's max_unroll=1 passed: its space is one schedule, a tile of
         # one accumulator (issue 20).
         mistakes.append(
-            f"its space holds only {len(drawn)} schedule(s) of this layer (sample("
-            f"{STRATEGY_SAMPLES}, {STRATEGY_SEED}) drew {len(drawn)}): nothing to search. "
+            f"its space is too small to search: sample({STRATEGY_SAMPLES}, {STRATEGY_SEED}) "
+            f"drew {len(drawn)} schedules of this layer. "
             "Its budgets (max_unroll: how many vector operations a register tile may "
             f"unroll) leave no register tile with several accumulators; e.g. {answer}"
         )
