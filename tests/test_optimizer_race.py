@@ -462,7 +462,7 @@ SEARCH_TESTS = [
     "search, failing, expected",
     [
         (whole_batches, 0, "search evaluated 12 samples for a budget of 10"),
-        (observes_at_the_end, 3, "observe each batch before asking for the next"),
+        (observes_at_the_end, 3, "observe() each batch's values before asking for the next batch"),
         (never_finishes, 0, "call finished() once, at the end (0 calls)"),
     ],
 )

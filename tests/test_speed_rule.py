@@ -190,7 +190,7 @@ def test_the_failure_names_the_figures_of_the_run():
             "% of peak: yours 20%",
         )
     text = str(failure.value)
-    assert text.startswith("04_scheduling › schedule_register_tile(): 20x faster")
+    assert text.startswith("04_scheduling › schedule_register_tile(): 20x the speed")
     assert "the reference solution 56x" in text and "previous task's reference 27x" in text
     assert "% of peak: yours 20%" in text and text.endswith("next: unroll i1")
 
