@@ -152,11 +152,14 @@ class Reading:
     chains: int
     flags: tuple[str, ...]
     by_width: dict[int, float]
+    #: the best reading kept for this CPU (peak_record.py), higher than this process's
+    kept: bool = False
 
     def describe(self) -> str:
         return (
             f"register FMA probe: {self.chains} chains of {self.bits}-bit FMAs, "
             f"cc {' '.join(self.flags)}, best {SAMPLE_S * 1e3:g} ms sample of {ROUNDS * SAMPLES}"
+            + (", the best reading kept for this CPU" if self.kept else "")
         )
 
 
