@@ -268,7 +268,7 @@ def honesty_mistakes(
     its own timer) are timed again by the harness (retimed_mistakes).
     """
     observed, ran = observed or {}, ran or {}
-    unrun = [name for name in modules if ran.get(name) is False and reported.get(name, 0.0) > 0]
+    unrun = [name for name in modules if ran.get(name) is False and scored(reported.get(name))]
     mistakes: list[str | None] = [unrun_mistake(reported[name], name) for name in unrun]
     mistakes += [
         observed_mistake(reported.get(name, 0.0), observed[name], problem, peak_fmas_per_s, name)
@@ -304,7 +304,7 @@ def own_run_mistakes(
     best = {names[n] for n in finalists(run) if n < len(names)}
     checked: dict[str, Any] = {}
     for name, figure in reported.items():
-        if figure <= 0:  # a candidate that failed: the robustness tests judge those
+        if not scored(figure):  # failed, or not a number: the contract tests judge those
             continue
         if observed.get(name) or not ran.get(name):
             checked[name] = None  # judged on its own times, or as never run
@@ -313,6 +313,12 @@ def own_run_mistakes(
     return honesty_mistakes(
         reported, checked, problem, peak_fmas_per_s, recompile, observed=observed, ran=ran
     )
+
+
+def scored(figure: Any) -> bool:
+    """Whether a search gave this candidate a figure to judge: a number above 0 (a float
+    of NaN is judged, and fails; a str or None is the contract check's to name)."""
+    return isinstance(figure, (int, float)) and not figure <= 0
 
 
 def unrun_mistake(reported: float, name: str) -> str:
