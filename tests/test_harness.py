@@ -275,25 +275,42 @@ def test_a_search_is_judged_on_its_own_candidates_too(monkeypatch, inflate, pass
         assert len(found) == 2 and all("10.00x the fastest" in f for f in found)
 
 
+class CompiledFake:
+    """A compiled module as the search and observation checks see it: its evaluator
+    returns two times, its executor a marker, and it has generated code."""
+
+    def get_evaluator(self, **options):
+        return self
+
+    def get_executor(self, **options):
+        return "executor"
+
+    def evaluate(self):
+        return [2e-6, 1e-6], 0, ""
+
+    def generated_code(self):
+        return "asm"
+
+
+class BackendFake:
+    """An XTC Backend whose every compile gives a CompiledFake."""
+
+    def __init__(self, graph):
+        pass
+
+    def get_compiler(self, **options):
+        return self
+
+    def compile(self, schedule):
+        return CompiledFake()
+
+
 def test_the_timed_module_keeps_the_kernel_out_of_reach_and_counts_its_runs():
     # An outside learner timed `module._module` unseen and reported 2.5x (issue 20).
     from xtc_katas.measure.observed import Observation, timed_module
 
-    class Module:
-        def get_evaluator(self, **options):
-            return self
-
-        def get_executor(self, **options):
-            return "executor"
-
-        def evaluate(self):
-            return [2e-6, 1e-6], 0, ""
-
-        def generated_code(self):
-            return "asm"
-
     observation = Observation()
-    module = timed_module(Module(), observation)
+    module = timed_module(CompiledFake(), observation)
     assert not hasattr(module, "_module")
     assert module.generated_code() == "asm"
     evaluator = module.get_evaluator(repeat=2)
@@ -306,27 +323,7 @@ def test_the_timed_module_keeps_the_kernel_out_of_reach_and_counts_its_runs():
 def test_the_compile_counter_keeps_the_times_of_each_candidates_evaluators():
     from xtc_katas.checks import search as search_checks
 
-    class Module:
-        def get_evaluator(self, **options):
-            return self
-
-        def evaluate(self):
-            return [2e-6, 1e-6], 0, ""
-
-        def generated_code(self):
-            return "asm"
-
-    class Backend:
-        def __init__(self, graph):
-            pass
-
-        def get_compiler(self, **options):
-            return self
-
-        def compile(self, schedule):
-            return Module()
-
-    counter = search_checks.CompileCounter(Backend)
+    counter = search_checks.CompileCounter(BackendFake)
 
     def search():
         previous = None
@@ -444,23 +441,13 @@ def test_a_search_that_reuses_a_dump_file_is_told_the_field_notes_trap():
     # passed (issue 20): in one process an earlier module then runs a later kernel.
     from xtc_katas.checks import search as search_checks
 
-    class Backend:
-        def __init__(self, graph):
-            pass
-
-        def get_compiler(self, **options):
-            return self
-
-        def compile(self, schedule):
-            return object()
-
     def search(counter, paths):
         for n, path in enumerate(paths):
             counter.Backend(None).get_compiler(dump_file=path, shared_lib=True).compile(None)
             yield n, len(paths), n, 1.0
 
     for paths, reused in ((["/s/c0", "/s/c1"], False), (["/s/k", "/s/k"], True)):
-        counter = search_checks.CompileCounter(Backend)
+        counter = search_checks.CompileCounter(BackendFake)
         run = search_checks.take_all(search(counter, paths), counter, "06_explore › explore()")
         mistakes = search_checks.laziness_mistakes(run, valid=2)
         assert bool(mistakes) == reused, mistakes

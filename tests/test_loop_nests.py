@@ -488,16 +488,23 @@ def test_c_is_buffered_one_block_at_a_time(order, at, right):
         assert "holds one block" in mistakes[0]
 
 
+BLOCKED_ORDER = ["i", "j", "k", "k1", "i1", "j1"]  # kata 10's step 1, the reference
+
+
+def blocking(i1=32, k1=4, order=BLOCKED_ORDER):
+    """Kata 10's 512^3 matmul in blocks of i1 x 32, k walked in steps of k1, in `order`."""
+    return nest(
+        GEMM,
+        ("strip_mine", "i", {"i1": i1}),
+        ("strip_mine", "j", {"j1": 32}),
+        ("strip_mine", "k", {"k1": k1}),
+        ("interchange", order),
+    )
+
+
 def test_a_k_tile_of_one_step_is_named_as_such():
     # Learner review: strip_mine("k", {"k1": 1}) got the message of a missing k tile.
-    one = nest(
-        GEMM,
-        ("strip_mine", "i", {"i1": 32}),
-        ("strip_mine", "j", {"j1": 32}),
-        ("strip_mine", "k", {"k1": 1}),
-        ("interchange", ["i", "j", "k", "k1", "i1", "j1"]),
-    )
-    (mistake,) = loop_nests.blocked(one, GEMM)
+    (mistake,) = loop_nests.blocked(blocking(k1=1), GEMM)
     assert "not walked in steps (a tile of 1 step walks it one element at a time)" in mistake
 
 
@@ -517,41 +524,23 @@ def test_a_conv_is_told_in_its_own_axes():
 
 
 @pytest.mark.parametrize(
-    "k1, order, expected",
+    "i1, k1, order, expected",
     [
         # Outside learners' wrong blockings (issue 20), each passed kata 10's step 1.
-        (4, ["i", "j", "k", "k1", "i1", "j1"], None),  # the reference
-        (4, ["j", "i", "k", "k1", "i1", "j1"], None),  # blocks in j, i order: right too
-        (4, ["i", "j", "k", "k1", "j1", "i1"], None),  # rows of the block innermost: right
-        (4, ["i", "j", "k", "i1", "j1", "k1"], "the innermost loop 'k1' walks the reduction"),
-        (512, ["i", "j", "k", "k1", "i1", "j1"], "covers the whole axis (512)"),
+        (32, 4, BLOCKED_ORDER, None),  # the reference
+        (32, 4, ["j", "i", "k", "k1", "i1", "j1"], None),  # blocks in j, i order: right too
+        (32, 4, ["i", "j", "k", "k1", "j1", "i1"], None),  # rows innermost: right too
+        (32, 4, ["i", "j", "k", "i1", "j1", "k1"], "the innermost loop 'k1' walks the reduction"),
+        (32, 512, BLOCKED_ORDER, "covers the whole axis (512)"),
+        (1, 4, BLOCKED_ORDER, "the block 'i1' of 1 holds one 'i' of C"),
     ],
 )
-def test_a_blocking_walks_k_in_steps_outside_the_block(k1, order, expected):
-    blocking = nest(
-        GEMM,
-        ("strip_mine", "i", {"i1": 32}),
-        ("strip_mine", "j", {"j1": 32}),
-        ("strip_mine", "k", {"k1": k1}),
-        ("interchange", order),
-    )
-    mistakes = loop_nests.blocked(blocking, GEMM)
+def test_a_blocking_has_blocks_and_walks_k_in_steps_outside_them(i1, k1, order, expected):
+    mistakes = loop_nests.blocked(blocking(i1, k1, order), GEMM)
     assert (mistakes == []) == (expected is None), mistakes
     if expected:
         (mistake,) = mistakes
         assert expected in mistake, mistake
-
-
-def test_a_block_of_one_row_is_not_a_block():
-    one_row = nest(
-        GEMM,
-        ("strip_mine", "i", {"i1": 1}),
-        ("strip_mine", "j", {"j1": 32}),
-        ("strip_mine", "k", {"k1": 4}),
-        ("interchange", ["i", "j", "k", "k1", "i1", "j1"]),
-    )
-    (mistake,) = loop_nests.blocked(one_row, GEMM)
-    assert "the block 'i1' of 1 holds one 'i' of C" in mistake, mistake
 
 
 def test_parallel_loops_with_a_loop_between_them_are_named():
