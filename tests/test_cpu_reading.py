@@ -47,7 +47,7 @@ def test_a_damaged_or_foreign_entry_is_read_again(reading):
     path.write_text("{not json")
     assert cpu_reading.get_cpu_info()["n"] == 1
     cpu_reading._reading.cache_clear()
-    path.write_text(json.dumps({"identity": "cpu Z", "info": {"n": 99}}))  # a hash clash
+    path.write_text(json.dumps({"key": "cpu Z", "value": {"n": 99}}))  # a hash clash
     assert cpu_reading.get_cpu_info()["n"] == 2
 
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
-import json
 import os
 import platform
 from importlib import metadata
@@ -46,8 +44,7 @@ def identity() -> str | None:
 
 
 def path_of(key: str) -> Path:
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return module_cache.cache_root().parent / "cpuinfo" / f"{digest}.json"
+    return module_cache.record_path("cpuinfo", key)
 
 
 #: py-cpuinfo's own function, kept by remember().
@@ -57,23 +54,13 @@ ORIGINAL: Any = None
 @functools.cache
 def _reading() -> dict[str, Any]:
     key = identity()
-    path = path_of(key) if key else None
-    if path is not None:
-        try:
-            stored = json.loads(path.read_text())
-            if stored.get("identity") == key:
-                return stored["info"]
-        except (OSError, ValueError, KeyError):
-            pass  # none yet, or damaged: read the CPU again
-    info = ORIGINAL()
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_text(json.dumps({"identity": key, "info": info}))
-            partial.replace(path)  # atomic: two workers never leave half a file
-        except OSError:
-            pass  # a read-only home: read it again next time
+    if key is None:
+        return ORIGINAL()
+    path = path_of(key)
+    info = module_cache.read_record(path, key)
+    if info is None:  # none yet, damaged or another CPU's: read the CPU again
+        info = ORIGINAL()
+        module_cache.write_record(path, key, info)
     return info
 
 

@@ -142,6 +142,34 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def record_path(kind: str, key: str) -> Path:
+    """Where a small record of `kind` for `key` lives, beside the modules: a reading of
+    this CPU that need not be taken again (cpu_reading.py, peak_record.py)."""
+    return cache_root().parent / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+
+
+def read_record(path: Path, key: str) -> Any | None:
+    """The value kept at `path` for `key`; None when there is none, it is damaged, or it
+    is another key's (a hash clash, another CPU)."""
+    try:
+        stored = json.loads(path.read_text())
+        return stored["value"] if stored.get("key") == key else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def write_record(path: Path, key: str, value: Any) -> None:
+    """Keep `value` for `key` at `path`, atomically (two workers never leave half a
+    file); a read-only home keeps nothing, and the reading is taken again next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps({"key": key, "value": value}))
+        partial.replace(path)
+    except OSError:
+        pass
+
+
 def entry_dir(key: dict[str, Any]) -> Path:
     """Where the module of `key` (plus this process's fingerprint) lives."""
     return cache_root() / fingerprint()[:16] / _digest(key)[:32]

@@ -14,9 +14,6 @@ the moment its run began in.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,8 +30,7 @@ def key_of(reading: Reading) -> str | None:
 
 
 def path_of(key: str) -> Path:
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return module_cache.cache_root().parent / "peak" / f"{digest}.json"
+    return module_cache.record_path("peak", key)
 
 
 def best(reading: Reading) -> Reading:
@@ -44,19 +40,11 @@ def best(reading: Reading) -> Reading:
     if key is None:
         return reading
     path = path_of(key)
-    try:
-        stored = json.loads(path.read_text())
-        kept = float(stored["fmas_per_s"]) if stored.get("key") == key else 0.0
-    except (OSError, ValueError, KeyError, TypeError):
+    kept = module_cache.read_record(path, key)
+    if not isinstance(kept, (int, float)):
         kept = 0.0  # none yet, damaged or another CPU's: this reading stands
     if kept > reading.fmas_per_s:
         by_width = {**reading.by_width, reading.bits: kept}
         return replace(reading, fmas_per_s=kept, by_width=by_width, kept=True)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps({"key": key, "fmas_per_s": reading.fmas_per_s}))
-        partial.replace(path)  # atomic: two workers never leave half a file
-    except OSError:
-        pass  # a read-only home: this process's reading stands
+    module_cache.write_record(path, key, reading.fmas_per_s)
     return reading
