@@ -195,16 +195,15 @@ def test_explore_reports_what_the_harness_measures(
     searches, learner_module, kata_entry, backend, harness_run, peak, workdir, record_perf
 ):
     run = harness_run()
-    reported = {item[2]: item[3] for item in run.items}
-    # The times your search's own XTC evaluators returned, candidate by candidate: your
-    # figure is judged on them (a search that times some other way, on the twins).
-    observed = {item[2]: times for item, times in zip(run.items, run.times, strict=True)}
+    # What your search reported, and the times its own XTC evaluators returned, candidate
+    # by candidate: your figure is judged on them (a search that times some other way, on
+    # the twins; a figure for a module never run fails).
+    reported, observed, ran = run.by_name([item[2] for item in run.items])
     specs = {name: spec for n, (name, spec) in enumerate(HARNESS_SPECS) if n != BROKEN}
 
     def twin(name):  # a fresh compile: a figure that reads too fast is re-read on a twin
         return compiled(kata_entry, specs[name], name, backend, workdir, "twin")[0]
 
-    ran = {item[2]: ran for item, ran in zip(run.items, run.ran, strict=True)}
     modules = {name: twin(name) for name in specs}
     record_perf(reported={k: round(v, 1) for k, v in reported.items()})
     mistakes = search_checks.honesty_mistakes(

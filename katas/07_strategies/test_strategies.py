@@ -180,11 +180,10 @@ def test_explore_strategy_reports_what_the_harness_measures(
         return compile_sample(strategy, named[name], backend, workdir, "twin")
 
     modules = {name: twin(name) for name in named}
-    reported = {str(list(item[2])): item[3] for item in run.items}
-    # The times your search's own XTC evaluators returned, candidate by candidate: your
-    # figure is judged on them (a search that times some other way, on the twins).
-    observed = {str(list(item[2])): times for item, times in zip(run.items, run.times, strict=True)}
-    ran = {str(list(item[2])): ran for item, ran in zip(run.items, run.ran, strict=True)}
+    # What your search reported, and the times its own XTC evaluators returned, sample by
+    # sample: your figure is judged on them (a search that times some other way, on the
+    # twins; a figure for a module never run fails).
+    reported, observed, ran = run.by_name([str(list(item[2])) for item in run.items])
     record_perf(reported={k: round(v, 1) for k, v in reported.items()})
     mistakes = search_checks.honesty_mistakes(
         reported, modules, STRATEGY, peak(), recompile=twin, observed=observed, ran=ran

@@ -93,6 +93,20 @@ class SearchRun:
     compiles_before_first: int = 0
     compiles_after_first: int = 0
     compiles: int = 0
+
+    def by_name(
+        self, names: list[str]
+    ) -> tuple[dict[str, Any], dict[str, list[float]], dict[str, bool]]:
+        """By candidate name (the n-th name for the n-th item): what the search reported,
+        the times its own evaluators returned, and whether it ran the module at all: what
+        honesty_mistakes reads."""
+        figures = [item[3] for item in self.items]
+        return (
+            dict(zip(names, figures, strict=False)),
+            dict(zip(names, self.times, strict=False)),
+            dict(zip(names, self.ran, strict=False)),
+        )
+
     #: the dump_file of every compiler the search asked for, in order
     dump_files: list[str] = field(default_factory=list)
 
@@ -298,9 +312,7 @@ def own_run_mistakes(
     against those times, every figure reported without running its module fails, and
     the best FINALISTS figures timed some other way are re-timed on fresh compiles
     (`recompile(name)`): re-timing 30 candidates would cost minutes."""
-    reported = {names[n]: item[3] for n, item in enumerate(run.items) if n < len(names)}
-    observed = dict(zip(names, run.times, strict=False))
-    ran = dict(zip(names, run.ran, strict=False))
+    reported, observed, ran = run.by_name(names)
     best = {names[n] for n in finalists(run) if n < len(names)}
     checked: dict[str, Any] = {}
     for name, figure in reported.items():
