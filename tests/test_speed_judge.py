@@ -180,3 +180,43 @@ def test_a_race_stops_once_settled_and_not_before(learner_s, rounds):
     )
     assert len(timings.rounds["learner"]) == rounds
     assert statistics.median(timings.rounds["naive"]) == 0.1
+
+
+def test_twins_are_sampled_alike_whatever_their_estimates_read():
+    # Under a CPU hog two compiles of kata 10's TVM parallel reference read 8.2 ms and
+    # 10.5 ms once each, either side of SLOW_CALL_S: planned one by one, one took 3 samples
+    # a round and its twin one sample every 4 rounds (AMD EPYC family 23 model 1).
+    plans = timing.plan_samples({"naive": 0.6, "learner": 0.0082, "reference": 0.0105})
+    assert plans["learner"] == plans["reference"]
+    assert plans["learner"].every == 1
+    assert plans["naive"] == timing.Plan(0, 1, timing.SLOW_EVERY)  # the baseline: sparse
+
+
+def test_two_slow_kernels_that_are_compared_are_timed_in_every_round():
+    # kata 11's MLIR parallel conv and its copy, ~10 ms each under a hog, naive 30 ms.
+    plans = timing.plan_samples({"naive": 0.04, "learner": 0.0121, "reference": 0.0105})
+    assert plans["learner"] == plans["reference"] == timing.Plan(0, 2)
+    assert plans["naive"].every == timing.SLOW_EVERY  # more than TWINS times slower
+    # naive within TWINS of them: one group, with two compared kernels: every round
+    plans = timing.plan_samples({"naive": 0.03, "learner": 0.0121, "reference": 0.0105})
+    assert set(plans.values()) == {timing.Plan(0, 2)}
+
+
+def test_a_slow_kernel_alone_in_its_group_is_timed_sparsely():
+    # A learner's kernel at naive's speed is far from the reference's bar whatever its
+    # few readings say; timing it every round would triple a failing race's time.
+    plans = timing.plan_samples({"naive": 0.6, "learner": 0.5, "reference": 0.005})
+    assert plans["learner"].every == plans["naive"].every == timing.SLOW_EVERY
+    assert plans["reference"] == timing.Plan(1, 5)
+
+
+def test_a_race_reads_every_compared_kernel_in_every_round():
+    modules = {"naive": Kernel(0.1), "learner": Kernel(0.011), "reference": Kernel(0.009)}
+    inputs = TUTORIAL.inputs("random", seed=0)
+    timings = timing._time_interleaved(modules, TUTORIAL, inputs, 8, 10, 2e-4, None)
+    # Kernel counts evaluate() calls: one for each estimate (two for a call under
+    # SLOW_CALL_S: then the best of 5 follows), then one per round it is timed in
+    assert modules["learner"].calls == 1 + 8
+    assert modules["reference"].calls == 2 + 8
+    assert modules["naive"].calls == 1 + 8 // timing.SLOW_EVERY
+    assert len(timings.rounds["naive"]) == 8

@@ -26,14 +26,16 @@ family 6 model 207): in 5 rounds of 40 samples, always in the same order, the co
 copy's speed read as the median of its round-by-round ratios to the reference (as
 speed_judge does), 0.91-1.03x, for the same time per race.
 
-A kernel whose one call lasts SLOW_CALL_S or more (the naive 512³ matmul: ~135 ms) is
-timed one call per sample, as many samples as fit in SLOW_EVERY rounds' time (at least
-one), every SLOW_EVERY rounds, without XTC's warm-up call: a warm-up buys nothing
-measurable for a call that long (its caches refill in microseconds), and it doubled the
-naive kernel's cost. In the rounds between, its last reading stands. Such a kernel is the
-baseline, so its time in a round divides every other kernel's in that round: fewer
-samples of it move the learner's, the reference's and the previous step's speedups
-together, never one against another, and the bar (0.7 x the reference's) moves with them.
+How each kernel is sampled (calls per sample, samples per round) follows from one
+estimate of its call, read at the start (plan_samples). Kernels within TWINS of each
+other share one plan, so the two a verdict compares are always sampled alike. A kernel
+whose one call lasts SLOW_CALL_S or more (the naive 512³ matmul: 135-600 ms) is timed
+one call per sample without XTC's warm-up call, and, when nothing it could be compared
+with is within TWINS of it (the baseline), only every SLOW_EVERY rounds: its last reading
+stands in the rounds between. Such a kernel divides every other kernel's time in a
+round, so its sparser readings move the learner's, the reference's and the previous
+step's speedups together, never one against another, and the bar (0.7 x the reference's)
+moves with them.
 
 A race may stop after MIN_ROUNDS rounds when its verdict is settled (`settled`): when no
 values the remaining rounds could bring would change it. Each speedup is a median over
@@ -50,7 +52,7 @@ import os
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +71,8 @@ ROUND_S = 0.025  # the time a kernel's samples may fill in a round (a slow one: 
 SLOW_CALL_S = 0.01  # from this long a call on, one call per sample and no warm-up
 #: A slow kernel is timed in one round of this many (its samples then fill their time).
 SLOW_EVERY = 4
+#: Kernels whose one-call estimates are within this factor of each other share one plan.
+TWINS = 3.0
 #: A race whose verdict is settled may stop after this many of its rounds (of ROUNDS):
 #: before more than half of them are done, a median's range is never settled.
 MIN_ROUNDS = ROUNDS // 2 + 1
@@ -174,6 +178,7 @@ def time_side_by_side(
     threads: int | None = None,
     settled: Callable[[Timings], bool] | None = None,
     round_s: float = ROUND_S,
+    baselines: Collection[str] = ("naive",),
 ) -> Timings:
     """Time every module on the same inputs, interleaved, `rounds` times; keep the minima.
 
@@ -197,6 +202,7 @@ def time_side_by_side(
         threads,
         settled,
         round_s,
+        baselines,
         what="a kernel timed side by side",
     )
 
@@ -230,6 +236,71 @@ def fastest_call(module: Any, name: str, **options: Any) -> float:
     return min(_evaluate(module.get_evaluator(**options), name))
 
 
+@dataclass(frozen=True)
+class Plan:
+    """How a race times one kernel: XTC's evaluator `number` (calls per sample; 0: one
+    call per sample without XTC's warm-up call) and `repeat` (samples), every `every`
+    rounds (between them its last reading stands)."""
+
+    number: int
+    repeat: int
+    every: int = 1
+
+
+def plan_samples(
+    estimates: dict[str, float],
+    samples: int = SAMPLES,
+    sample_s: float = SAMPLE_S,
+    round_s: float = ROUND_S,
+    baselines: Collection[str] = ("naive",),
+) -> dict[str, Plan]:
+    """Each kernel's Plan, from `estimates` (seconds of one call, read once at the start).
+
+    Kernels whose estimates lie within TWINS of each other are timed with one plan, the
+    fastest one's: two kernels a verdict compares (the learner's and the reference's) get
+    the same number of samples of the same length in every round, whatever noise their
+    estimates read. Planned one by one, under a CPU hog (`flakecheck --hog`, AMD EPYC
+    family 23 model 1), two compiles of kata 10's TVM parallel reference read 8.2 ms and
+    10.5 ms once each: one was timed 3 samples a round, its twin one sample every 4 rounds,
+    and the copy read 0.83-1.04x the reference over 10 races, 0.92x as a median.
+
+    A group whose calls last SLOW_CALL_S or more is timed one call per sample, without
+    XTC's warm-up call (it buys nothing measurable for a call that long: its caches refill
+    in microseconds, and it doubled the naive kernel's cost). It is timed only every
+    SLOW_EVERY rounds (with that many rounds' samples) when it holds at most one kernel
+    that is not a baseline: the baseline divides every other kernel's time in a round,
+    so its sparser readings move every speedup together; a kernel alone in its group is
+    at least TWINS times slower or faster than every other, far from any bar a race
+    judges. Two slow kernels that are compared (kata 11's MLIR parallel conv and its
+    copy, ~10 ms each under a hog) are timed in every round.
+    """
+    plans: dict[str, Plan] = {}
+    group: list[str] = []
+
+    def plan(group: list[str]) -> None:
+        fastest = estimates[group[0]]
+        compared = [name for name in group if name not in baselines]
+        if fastest < SLOW_CALL_S:
+            number = max(1, round(sample_s / fastest))
+            repeat = max(3, min(samples, int(round_s / (number * fastest))))
+            chosen = Plan(number, repeat)
+        elif len(compared) <= 1:
+            fit = int(SLOW_EVERY * round_s / fastest)
+            chosen = Plan(0, max(1, min(samples, fit)), SLOW_EVERY)
+        else:
+            chosen = Plan(0, max(1, min(samples, int(round_s / fastest))))
+        plans.update(dict.fromkeys(group, chosen))
+
+    for name in sorted(estimates, key=estimates.__getitem__):
+        if group and estimates[name] > TWINS * estimates[group[0]]:
+            plan(group)
+            group = []
+        group.append(name)
+    if group:
+        plan(group)
+    return plans
+
+
 def _time_interleaved(
     modules: dict[str, Any],
     problem: Problem,
@@ -240,6 +311,7 @@ def _time_interleaved(
     threads: int | None,
     settled: Callable[[Timings], bool] | None = None,
     round_s: float = ROUND_S,
+    baselines: Collection[str] = ("naive",),
 ) -> Timings:
     if threads is not None:
         limit_threads(threads)
@@ -250,27 +322,24 @@ def _time_interleaved(
             parameters=parameters, number=number, repeat=repeat, min_repeat_ms=0, validate=False
         )
 
-    evaluators = {}
-    slow = set()
+    estimates = {}
     for name, module in modules.items():
         one_call = min(_evaluate(evaluator(module, 1, 1), name))  # after a warm-up call
         if one_call < SLOW_CALL_S:  # a short call: its time is the best of 5
             one_call = max(min(_evaluate(evaluator(module, 1, 5), name)), 1e-9)
-        if one_call >= SLOW_CALL_S:  # number 0: one call per sample, no warm-up call
-            fit = int(SLOW_EVERY * round_s / one_call)
-            evaluators[name] = evaluator(module, 0, max(1, min(samples, fit)))
-            slow.add(name)
-            continue
-        number = max(1, round(sample_s / one_call))
-        repeat = max(3, min(samples, int(round_s / (number * one_call))))
-        evaluators[name] = evaluator(module, number, repeat)
+        estimates[name] = one_call
+    plans = plan_samples(estimates, samples, sample_s, round_s, baselines)
+    evaluators = {
+        name: evaluator(module, plans[name].number, plans[name].repeat)
+        for name, module in modules.items()
+    }
     timings = Timings(rounds={name: [] for name in modules}, planned=rounds)
     order = random.Random(0)  # the same orders in every race: reproducible
     for done in range(1, rounds + 1):
         names = list(evaluators)
         order.shuffle(names)
         for name in names:
-            if name in slow and (done - 1) % SLOW_EVERY:
+            if (done - 1) % plans[name].every:
                 timings.rounds[name].append(timings.rounds[name][-1])
             else:
                 timings.rounds[name].append(min(_evaluate(evaluators[name], name)))
