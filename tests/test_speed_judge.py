@@ -220,3 +220,30 @@ def test_a_race_reads_every_compared_kernel_in_every_round():
     assert modules["reference"].calls == 2 + 8
     assert modules["naive"].calls == 1 + 8 // timing.SLOW_EVERY
     assert len(timings.rounds["naive"]) == 8
+
+
+def test_a_kernel_faster_than_the_peak_has_the_peak_probed_again(monkeypatch):
+    # The first probe read low (20 GFMA/s, as under a CPU hog); the race's reference ran
+    # at 24: the peak is probed again before any figure is shown, and every figure of the
+    # message divides by the same, higher peak.
+    monkeypatch.setattr(
+        speed_judge,
+        "race_kernels",
+        lambda *a, **k: ({}, lambda t: Speedups(learner=40.0, reference=50.0)),
+    )
+    seconds = {"learner": TUTORIAL.fmas / 20e9, "reference": TUTORIAL.fmas / 24e9}
+    timings = timing.Timings(rounds={name: [s] for name, s in seconds.items()})
+    monkeypatch.setattr(speed_judge, "time_side_by_side", lambda *a, **k: timings)
+    peaks = iter([20e9, 25e9])
+    current = [next(peaks)]
+
+    def reprobe():
+        current[0] = next(peaks, current[0])
+        return True
+
+    recorded = {}
+    judge = speed_judge.SpeedJudge(
+        find(4), KataBackend("tvm"), None, lambda: current[0], recorded.update, reprobe
+    )
+    judge("schedule_interchange", TUTORIAL, object())
+    assert recorded["percent_of_peak"] == pytest.approx(80.0)  # 20 of 25, not 100 of 20

@@ -118,10 +118,14 @@ def assert_keeps_up_with_numpy(under_test: TaskUnderTest, advice: str) -> Bar:
     )
     cap = kata.cap(function, backend.name)
     applied = bar(result, cap)
-    peak = under_test.speed_judge.peak
+    speed = under_test.speed_judge
+    fastest = min(race.best("learner"), race.best("reference"))
+    peak = speed.peak()
+    while percent_of_peak(problem.fmas, fastest, peak, threads) > 100 and speed.reprobe():
+        peak = speed.peak()
 
     def percent(name: str) -> float:
-        return round(percent_of_peak(problem.fmas, race.best(name), peak(), threads), 1)
+        return round(percent_of_peak(problem.fmas, race.best(name), peak, threads), 1)
 
     figures = {
         "ratio_to_numpy": round(result.learner, 3),

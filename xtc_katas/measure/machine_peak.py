@@ -48,6 +48,31 @@ def probe_reading() -> fma_probe.Reading:
     return peak_record.best(fma_probe.measure())
 
 
+#: How many times a process may probe again because a kernel ran faster than the peak.
+REPROBES = 2
+_reprobed = 0
+
+
+def reprobe() -> bool:
+    """Probe the peak again, at most REPROBES times per process; True if it rose.
+
+    Called when a kernel ran faster than the peak: the probe's ~0.3 s saw a slower moment
+    than the kernel's race did. On its first run on an AMD EPYC family 23 model 1 under
+    `flakecheck --hog`, the probe read 20.0 GFMA/s where it reads 24.0 quiet, and a TVM
+    conv then showed 106.2% of it. A second reading, taken later, may catch the core as
+    the race did; peak_record keeps the best for the next processes. Never with
+    XTC_KATAS_PEAK_GFMAS: the user's figure stands.
+    """
+    global _reprobed
+    if override() is not None or _reprobed >= REPROBES:
+        return False
+    _reprobed += 1
+    before = peak_fmas_per_s()
+    probe_reading.cache_clear()
+    peak_fmas_per_s.cache_clear()
+    return peak_fmas_per_s() > before
+
+
 @cache
 def peak_fmas_per_s() -> float:
     """Single-core float32 FMA/s: XTC_KATAS_PEAK_GFMAS, else the register probe."""

@@ -106,7 +106,9 @@ def speed_judge(
 ) -> SpeedJudge:
     """Race the learner's compiled kernel against naive, the reference and the previous
     task's reference, in one run on this machine; assert the bar (speed_rule.py)."""
-    return SpeedJudge(kata_entry, backend, workdir, peak, record_perf)
+    from xtc_katas.measure.machine_peak import reprobe
+
+    return SpeedJudge(kata_entry, backend, workdir, peak, record_perf, reprobe)
 
 
 @pytest.fixture
