@@ -30,12 +30,12 @@ How each kernel is sampled (calls per sample, samples per round) follows from on
 estimate of its call, read at the start (plan_samples). Kernels within TWINS of each
 other share one plan, so the two a verdict compares are always sampled alike. A kernel
 whose one call lasts SLOW_CALL_S or more (the naive 512³ matmul: 135-600 ms) is timed
-one call per sample without XTC's warm-up call, and, when nothing it could be compared
-with is within TWINS of it (the baseline), only every SLOW_EVERY rounds: its last reading
-stands in the rounds between. Such a kernel divides every other kernel's time in a
-round, so its sparser readings move the learner's, the reference's and the previous
-step's speedups together, never one against another, and the bar (0.7 x the reference's)
-moves with them.
+one call per sample without XTC's warm-up call and, if it is the baseline (or nothing
+it could be compared with is within TWINS of it), only every SLOW_EVERY rounds: its
+last reading stands in the rounds between. The baseline divides every other kernel's
+time in a round, so its sparser readings move the learner's, the reference's and the
+previous step's speedups together, never one against another, and the bar (0.7 x the
+reference's) moves with them.
 
 A race may stop after MIN_ROUNDS rounds when its verdict is settled (`settled`): when no
 values the remaining rounds could bring would change it. Each speedup is a median over
@@ -256,7 +256,8 @@ def plan_samples(
 ) -> dict[str, Plan]:
     """Each kernel's Plan, from `estimates` (seconds of one call, read once at the start).
 
-    Kernels whose estimates lie within TWINS of each other are timed with one plan, the
+    Kernels whose estimates lie within TWINS of each other (baselines aside) are timed
+    with one plan, the
     fastest one's: two kernels a verdict compares (the learner's and the reference's) get
     the same number of samples of the same length in every round, whatever noise their
     estimates read. Planned one by one, under a CPU hog (`flakecheck --hog`, AMD EPYC
@@ -264,34 +265,39 @@ def plan_samples(
     10.5 ms once each: one was timed 3 samples a round, its twin one sample every 4 rounds,
     and the copy read 0.83-1.04x the reference over 10 races, 0.92x as a median.
 
-    A group whose calls last SLOW_CALL_S or more is timed one call per sample, without
+    A kernel whose calls last SLOW_CALL_S or more is timed one call per sample, without
     XTC's warm-up call (it buys nothing measurable for a call that long: its caches refill
-    in microseconds, and it doubled the naive kernel's cost). It is timed only every
-    SLOW_EVERY rounds (with that many rounds' samples) when it holds at most one kernel
-    that is not a baseline: the baseline divides every other kernel's time in a round,
-    so its sparser readings move every speedup together; a kernel alone in its group is
-    at least TWINS times slower or faster than every other, far from any bar a race
-    judges. Two slow kernels that are compared (kata 11's MLIR parallel conv and its
-    copy, ~10 ms each under a hog) are timed in every round.
+    in microseconds, and it doubled the naive kernel's cost), and only every SLOW_EVERY
+    rounds (with that many rounds' samples) when it is a baseline or alone in its group:
+    the baseline divides every other kernel's time in a round, so its sparser readings
+    move every speedup together; a kernel alone is at least TWINS times slower or faster
+    than every other, far from any bar a race judges. Baselines are planned alone.
+    Two slow kernels that are compared (kata 11's MLIR parallel conv and its copy, ~10 ms
+    each under a hog; kata 10's MLIR blockings, ~200 ms) are timed in every round.
     """
     plans: dict[str, Plan] = {}
-    group: list[str] = []
+
+    def sparse(seconds: float) -> Plan:
+        fit = int(SLOW_EVERY * round_s / seconds)
+        return Plan(0, max(1, min(samples, fit)), SLOW_EVERY)
 
     def plan(group: list[str]) -> None:
         fastest = estimates[group[0]]
-        compared = [name for name in group if name not in baselines]
         if fastest < SLOW_CALL_S:
             number = max(1, round(sample_s / fastest))
             repeat = max(3, min(samples, int(round_s / (number * fastest))))
             chosen = Plan(number, repeat)
-        elif len(compared) <= 1:
-            fit = int(SLOW_EVERY * round_s / fastest)
-            chosen = Plan(0, max(1, min(samples, fit)), SLOW_EVERY)
+        elif len(group) == 1:
+            chosen = sparse(fastest)
         else:
             chosen = Plan(0, max(1, min(samples, int(round_s / fastest))))
         plans.update(dict.fromkeys(group, chosen))
 
+    group: list[str] = []
     for name in sorted(estimates, key=estimates.__getitem__):
+        if name in baselines:
+            plan([name])
+            continue
         if group and estimates[name] > TWINS * estimates[group[0]]:
             plan(group)
             group = []
