@@ -158,6 +158,34 @@ def test_flakecheck_requires_every_margin_over_the_bar_of_its_run():
     assert summarize(numpy)[1:] == (1, [])
 
 
+def test_flakecheck_records_every_run_of_every_test(monkeypatch, tmp_path):
+    # A margin below the bar names a test, not the run: --record says which run read
+    # low, and when (one JSON line per test and run).
+    import json
+    from xml.sax.saxutils import quoteattr
+
+    from xtc_katas.tools import flakecheck
+
+    def run_once(paths, junit, extra):
+        perf = quoteattr(repr({"speedup": 100 + len(list(tmp_path.glob("*.xml"))), "bar": 60}))
+        junit.write_text(
+            '<testsuite><testcase classname="k" name="test_a[tvm]"><properties>'
+            f'<property name="perf" value={perf}/></properties></testcase></testsuite>'
+        )
+        (tmp_path / junit.name).write_text("")
+        return 0
+
+    monkeypatch.setattr(flakecheck, "run_once", run_once)
+    record = tmp_path / "runs.jsonl"
+    flakecheck.main(["--runs", "2", "--record", str(record), "katas/04_scheduling"])
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [(line["run"], line["test"], line["speedup"]) for line in lines] == [
+        (0, "k::test_a[tvm]", 100),
+        (1, "k::test_a[tvm]", 101),
+    ]
+    assert lines[0]["at"] <= lines[1]["at"]
+
+
 def _timings(seconds):
     from xtc_katas.measure.timing import Timings
 

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import multiprocessing
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
@@ -96,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="let races stop once settled, as a learner's do (margins then come from fewer rounds)",
     )
+    parser.add_argument(
+        "--record",
+        type=Path,
+        help="append every run's figures to this file, one JSON line per test and run "
+        "(to find which run read low, and when)",
+    )
     args = parser.parse_args(argv)
     if not args.early_stop:  # inherited by every pytest run
         os.environ[speed_judge.FULL_RACES_ENV] = "1"
@@ -117,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
                 code = run_once(args.paths, junit, shlex.split(args.pytest_args))
                 for name, result in figures(junit).items():
                     seen[name].append(result)
+                    if args.record:
+                        with args.record.open("a") as record:
+                            line = {"run": run, "at": time.time(), "test": name, **result}
+                            record.write(json.dumps(line, default=str) + "\n")
                 print(f"run {run + 1}/{args.runs}: pytest exit code {code}", flush=True)
     finally:
         if hog:
