@@ -169,7 +169,7 @@ def test_flakecheck_records_every_run_of_every_test(monkeypatch, tmp_path):
     def run_once(paths, junit, extra):
         perf = quoteattr(repr({"speedup": 100 + len(list(tmp_path.glob("*.xml"))), "bar": 60}))
         junit.write_text(
-            '<testsuite><testcase classname="k" name="test_a[tvm]"><properties>'
+            '<testsuite><testcase classname="k" name="test_a[tvm]" time="2.5"><properties>'
             f'<property name="perf" value={perf}/></properties></testcase></testsuite>'
         )
         (tmp_path / junit.name).write_text("")
@@ -183,7 +183,7 @@ def test_flakecheck_records_every_run_of_every_test(monkeypatch, tmp_path):
         (0, "k::test_a[tvm]", 100),
         (1, "k::test_a[tvm]", 101),
     ]
-    assert lines[0]["at"] <= lines[1]["at"]
+    assert lines[0]["at"] <= lines[1]["at"] and lines[0]["seconds"] == 2.5
 
 
 def _timings(seconds):
