@@ -338,10 +338,9 @@ def _faults_and_growth_per_call(module: Any, calls: int) -> tuple[float, float]:
     )
     faults, resident = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, resident_kib()
     evaluator.evaluate()  # `calls` calls, and XTC's one warm-up call
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     grown = resident_kib() - resident
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / (calls + 1), grown / (
-        calls + 1
-    )
+    return faults / (calls + 1), grown / (calls + 1)
 
 
 def test_xtcs_mlir_tensor_path_allocates_the_whole_of_c_at_every_call_and_never_frees_it(

@@ -161,18 +161,20 @@ def test_flakecheck_requires_every_margin_over_the_bar_of_its_run():
 def test_flakecheck_records_every_run_of_every_test(monkeypatch, tmp_path):
     # A margin below the bar names a test, not the run: --record says which run read
     # low, and when (one JSON line per test and run).
+    import itertools
     import json
     from xml.sax.saxutils import quoteattr
 
     from xtc_katas.tools import flakecheck
 
+    speedups = itertools.count(100)
+
     def run_once(paths, junit, extra):
-        perf = quoteattr(repr({"speedup": 100 + len(list(tmp_path.glob("*.xml"))), "bar": 60}))
+        perf = quoteattr(repr({"speedup": next(speedups), "bar": 60}))
         junit.write_text(
             '<testsuite><testcase classname="k" name="test_a[tvm]" time="2.5"><properties>'
             f'<property name="perf" value={perf}/></properties></testcase></testsuite>'
         )
-        (tmp_path / junit.name).write_text("")
         return 0
 
     monkeypatch.setattr(flakecheck, "run_once", run_once)

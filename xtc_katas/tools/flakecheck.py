@@ -81,6 +81,16 @@ def figures(junit: Path) -> dict[str, dict]:
     return found
 
 
+def record_run(path: Path, run: int, found: dict[str, dict]) -> None:
+    """Append one JSON line per test of `run` to `path`: a margin names a test, and this
+    says which run read low, when it ended, and each test's own seconds within it."""
+    ended = time.time()
+    with path.open("a") as record:
+        for name, result in found.items():
+            line = {"run": run, "at": ended, "test": name, **result}
+            record.write(json.dumps(line, default=str) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m xtc_katas.tools.flakecheck",
@@ -124,12 +134,11 @@ def main(argv: list[str] | None = None) -> int:
             for run in range(args.runs):
                 junit = Path(scratch) / f"run{run}.xml"
                 code = run_once(args.paths, junit, shlex.split(args.pytest_args))
-                for name, result in figures(junit).items():
+                found = figures(junit)
+                for name, result in found.items():
                     seen[name].append(result)
-                    if args.record:
-                        with args.record.open("a") as record:
-                            line = {"run": run, "at": time.time(), "test": name, **result}
-                            record.write(json.dumps(line, default=str) + "\n")
+                if args.record:
+                    record_run(args.record, run, found)
                 print(f"run {run + 1}/{args.runs}: pytest exit code {code}", flush=True)
     finally:
         if hog:
