@@ -1,7 +1,9 @@
 """SpeedJudge re-races a near miss and fails a slow kernel at once, and stops a race
 early only where its verdict is settled (speed_judge.py)."""
 
+import itertools
 import statistics
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -157,13 +159,15 @@ class Kernel:
 
 @pytest.mark.parametrize(
     ("learner_s", "rounds"),
-    [((0.001, 0.0012), timing.MIN_ROUNDS), ((0.006, 0.008), timing.ROUNDS)],
+    [((0.001, 0.0012), timing.MIN_ROUNDS), ((0.006,) * 3 + (0.008,) * 3, timing.ROUNDS)],
     ids=["clear pass: stops", "either side of the bar: every round"],
 )
 def test_a_race_stops_once_settled_and_not_before(learner_s, rounds):
     # naive 0.1 s (a slow kernel: timed every SLOW_EVERY rounds), reference 5 ms (20x):
     # the bar is 14x. Rounds of 100x and 83x pass whatever comes next; rounds of 12.5x
-    # and 16.7x in turn, the slower first, leave the verdict open to the last.
+    # and 16.7x in turn, the slower first, leave the verdict open to the last (the learner
+    # near the bar is the reference's twin, timed 3 samples a round in alternation with
+    # it: its calls cycle over 6 so that each round's best is 8 ms, then 6 ms, in turn).
     from xtc_katas.kata.problems import TUTORIAL
 
     modules = {"naive": Kernel(0.1), "learner": Kernel(*learner_s), "reference": Kernel(0.005)}
@@ -212,16 +216,39 @@ def test_a_slow_kernel_alone_in_its_group_is_timed_sparsely():
     assert plans["reference"] == timing.Plan(1, 5)
 
 
-def test_a_race_reads_every_compared_kernel_in_every_round():
-    modules = {"naive": Kernel(0.1), "learner": Kernel(0.011), "reference": Kernel(0.009)}
+def test_a_race_reads_every_compared_kernel_in_every_round_in_alternation():
+    calls = []
+
+    class Logged(Kernel):
+        def evaluate(self):
+            calls.append(self)
+            return super().evaluate()
+
+    modules = {"naive": Logged(0.1), "learner": Logged(0.011), "reference": Logged(0.009)}
     inputs = TUTORIAL.inputs("random", seed=0)
     timings = timing._time_interleaved(modules, TUTORIAL, inputs, 8, 10, 2e-4, None)
     # Kernel counts evaluate() calls: one for each estimate (two for a call under
-    # SLOW_CALL_S: then the best of 5 follows), then one per round it is timed in
-    assert modules["learner"].calls == 1 + 8
-    assert modules["reference"].calls == 2 + 8
+    # SLOW_CALL_S: then the best of 5 follows), then, twins, one per sample: the
+    # reference's 9 ms gives both Plan(1, 3), 3 samples a round, A B A B A B
+    assert modules["learner"].calls == 1 + 8 * 3
+    assert modules["reference"].calls == 2 + 8 * 3
     assert modules["naive"].calls == 1 + 8 // timing.SLOW_EVERY
     assert len(timings.rounds["naive"]) == 8
+    twins = [kernel for kernel in calls[4:] if kernel is not modules["naive"]]
+    for start in range(0, len(twins), 6):  # a round's samples of the twins
+        one_round = twins[start : start + 6]
+        assert all(a is not b for a, b in itertools.pairwise(one_round)), "never A A"
+
+
+def test_a_race_holds_each_kernels_library_open_while_it_runs():
+    # XTC's evaluator opens and closes the library at every evaluate(); alternating
+    # samples are one evaluate() each, so the race keeps every library mapped (a shared
+    # library of Python's own stands in for a compiled module; a fake has no file).
+    import _ctypes
+
+    module = type("Module", (), {"file_name": _ctypes.__file__})()
+    held = timing.hold_libraries({"learner": module, "fake": Kernel(0.001)})
+    assert [lib._name for lib in held] == [str(Path(_ctypes.__file__).absolute())]
 
 
 def test_a_kernel_faster_than_the_peak_has_the_peak_probed_again(monkeypatch):

@@ -28,7 +28,14 @@ speed_judge does), 0.91-1.03x, for the same time per race.
 
 How each kernel is sampled (calls per sample, samples per round) follows from one
 estimate of its call, read at the start (plan_samples). Kernels within TWINS of each
-other share one plan, so the two a verdict compares are always sampled alike. A kernel
+other share one plan, so the two a verdict compares are always sampled alike, and their
+samples alternate within the round (A B A B ..., not A A ... B B ...): under a CPU hog a
+parallel kernel has both cores for a while, then one, or waits out the hog's time slice
+(4 ms), and a block of one kernel's samples can fall in one phase and its twin's in the
+other. Kata 05's TVM parallel spec against a fresh compile of itself, 30 races each way
+under a busy loop on the other core (AMD EPYC family 23 model 1): in blocks, round minima
+of 0.4, 0.9 and 3.9 ms and races reading 0.851-1.040x (sd 0.034); alternating,
+0.986-1.015x (sd 0.006), 1.9 s a race either way. A kernel
 whose one call lasts SLOW_CALL_S or more (the naive 512³ matmul: 135-600 ms) is timed
 one call per sample without XTC's warm-up call and, if it is the baseline (or nothing
 it could be compared with is within TWINS of it), only every SLOW_EVERY rounds: its
@@ -47,13 +54,15 @@ planned rounds would give; only the figures shown are medians of fewer rounds.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import random
 import statistics
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -240,11 +249,13 @@ def fastest_call(module: Any, name: str, **options: Any) -> float:
 class Plan:
     """How a race times one kernel: XTC's evaluator `number` (calls per sample; 0: one
     call per sample without XTC's warm-up call) and `repeat` (samples), every `every`
-    rounds (between them its last reading stands)."""
+    rounds (between them its last reading stands), its samples alternating with those of
+    its `twins` (the kernels of its group, itself included)."""
 
     number: int
     repeat: int
     every: int = 1
+    twins: tuple[str, ...] = field(default=(), compare=False)
 
 
 def plan_samples(
@@ -291,7 +302,7 @@ def plan_samples(
             chosen = sparse(fastest)
         else:
             chosen = Plan(0, max(1, min(samples, int(round_s / fastest))))
-        plans.update(dict.fromkeys(group, chosen))
+        plans.update(dict.fromkeys(group, replace(chosen, twins=tuple(group))))
 
     group: list[str] = []
     for name in sorted(estimates, key=estimates.__getitem__):
@@ -305,6 +316,19 @@ def plan_samples(
     if group:
         plan(group)
     return plans
+
+
+def hold_libraries(modules: dict[str, Any]) -> list[ctypes.CDLL]:
+    """Each compiled module's shared library, opened once more for the race's duration.
+
+    XTC's evaluator opens the module's library at every evaluate() and closes it after
+    (xtc/targets/host/HostEvaluator.py): the last close unloads it, and the next
+    evaluate() maps it again, so its first call pays page faults and symbol binding.
+    Alternating samples are one evaluate() each: held open, a library stays mapped and a
+    sample times the kernel, not its loading.
+    """
+    paths = [getattr(module, "file_name", None) for module in modules.values()]
+    return [ctypes.CDLL(str(Path(path).absolute())) for path in paths if path]
 
 
 def _time_interleaved(
@@ -335,8 +359,13 @@ def _time_interleaved(
             one_call = max(min(_evaluate(evaluator(module, 1, 5), name)), 1e-9)
         estimates[name] = one_call
     plans = plan_samples(estimates, samples, sample_s, round_s, baselines)
+    held = hold_libraries(modules)  # noqa: F841 - mapped until the race ends
+    # A kernel alone in its group: its samples in one evaluate(). Twins: one sample per
+    # evaluate(), in alternation (number 1 becomes 0: XTC's warm-up call would double it).
     evaluators = {
         name: evaluator(module, plans[name].number, plans[name].repeat)
+        if len(plans[name].twins) <= 1
+        else evaluator(module, plans[name].number if plans[name].number > 1 else 0, 1)
         for name, module in modules.items()
     }
     timings = Timings(rounds={name: [] for name in modules}, planned=rounds)
@@ -345,10 +374,20 @@ def _time_interleaved(
         names = list(evaluators)
         order.shuffle(names)
         for name in names:
-            if (done - 1) % plans[name].every:
-                timings.rounds[name].append(timings.rounds[name][-1])
-            else:
-                timings.rounds[name].append(min(_evaluate(evaluators[name], name)))
+            if len(timings.rounds[name]) == done:
+                continue  # timed beside a twin earlier in this round
+            plan = plans[name]
+            twins = [twin for twin in names if twin in plan.twins] or [name]
+            if (done - 1) % plan.every:
+                for twin in twins:
+                    timings.rounds[twin].append(timings.rounds[twin][-1])
+                continue
+            best = dict.fromkeys(twins, math.inf)
+            for _ in range(plan.repeat if len(twins) > 1 else 1):
+                for twin in twins:
+                    best[twin] = min(best[twin], *_evaluate(evaluators[twin], twin))
+            for twin in twins:
+                timings.rounds[twin].append(best[twin])
         if settled and MIN_ROUNDS <= done < rounds and settled(timings):
             break
     timings.best = {name: min(values) for name, values in timings.rounds.items()}
