@@ -1,6 +1,7 @@
 """SpeedJudge re-races a near miss and fails a slow kernel at once, and stops a race
 early only where its verdict is settled (speed_judge.py)."""
 
+import contextlib
 import itertools
 import statistics
 from pathlib import Path
@@ -148,8 +149,10 @@ class Kernel:
     def __init__(self, *seconds: float) -> None:
         self.seconds = seconds
         self.calls = 0
+        self.evaluators: list[tuple[int, int]] = []  # (number, repeat) of each made
 
     def get_evaluator(self, **options):
+        self.evaluators.append((options.get("number"), options.get("repeat")))
         return self
 
     def evaluate(self):
@@ -238,17 +241,52 @@ def test_a_race_reads_every_compared_kernel_in_every_round_in_alternation():
     for start in range(0, len(twins), 6):  # a round's samples of the twins
         one_round = twins[start : start + 6]
         assert all(a is not b for a, b in itertools.pairwise(one_round)), "never A A"
+    # after the estimates' evaluators: the twins one call a sample without XTC's warm-up
+    # call, naive (alone, slow, every SLOW_EVERY rounds) its samples in one evaluate()
+    assert modules["learner"].evaluators[-1] == (0, 1)
+    assert modules["reference"].evaluators[-1] == (0, 1)
+    assert modules["naive"].evaluators[-1] == (
+        0,
+        timing.plan_samples({"naive": 0.1})["naive"].repeat,
+    )
 
 
-def test_a_race_holds_each_kernels_library_open_while_it_runs():
+def test_a_twin_of_several_calls_a_sample_keeps_them_and_a_sample_of_one_drops_the_warm_up():
+    assert timing.twin_evaluation(timing.Plan(1, 3)) == (0, 1)
+    assert timing.twin_evaluation(timing.Plan(0, 3)) == (0, 1)
+    assert timing.twin_evaluation(timing.Plan(4, 10)) == (4, 1)
+
+
+def test_a_race_holds_each_kernels_library_open_while_it_runs_and_closes_it_after(monkeypatch):
     # XTC's evaluator opens and closes the library at every evaluate(); alternating
-    # samples are one evaluate() each, so the race keeps every library mapped (a shared
-    # library of Python's own stands in for a compiled module; a fake has no file).
-    import _ctypes
+    # samples are one evaluate() each, so the race keeps every library mapped, then
+    # closes it (a later compile to the same path must load afresh). numpy's own
+    # extension module stands in for a compiled one; a fake without a file is skipped.
+    import numpy._core._multiarray_umath as compiled
 
-    module = type("Module", (), {"file_name": _ctypes.__file__})()
-    held = timing.hold_libraries({"learner": module, "fake": Kernel(0.001)})
-    assert [lib._name for lib in held] == [str(Path(_ctypes.__file__).absolute())]
+    module = type("Module", (), {"file_name": compiled.__file__, "file_type": "shlib"})()
+    closed = []
+    monkeypatch.setattr(timing._ctypes, "dlclose", closed.append)
+    with timing.held_libraries({"learner": module, "fake": Kernel(0.001)}) as held:
+        assert [lib._name for lib in held] == [str(Path(compiled.__file__).absolute())]
+        assert not closed
+    assert closed == [held[0]._handle]
+
+    # and a race runs its rounds inside it
+    inside = []
+
+    @contextlib.contextmanager
+    def spy(modules):
+        inside.append("open")
+        yield []
+        inside.append("closed")
+
+    monkeypatch.setattr(timing, "held_libraries", spy)
+    monkeypatch.setattr(timing, "_rounds", lambda *a: inside.append("rounds") or "timings")
+    modules = {"learner": Kernel(0.001), "reference": Kernel(0.001)}
+    inputs = TUTORIAL.inputs("random", seed=0)
+    assert timing._time_interleaved(modules, TUTORIAL, inputs, 4, 10, 2e-4, None) == "timings"
+    assert inside == ["open", "rounds", "closed"]
 
 
 def test_a_kernel_faster_than_the_peak_has_the_peak_probed_again(monkeypatch):

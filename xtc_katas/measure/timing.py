@@ -35,7 +35,9 @@ parallel kernel has both cores for a while, then one, or waits out the hog's tim
 other. Kata 05's TVM parallel spec against a fresh compile of itself, 30 races each way
 under a busy loop on the other core (AMD EPYC family 23 model 1): in blocks, round minima
 of 0.4, 0.9 and 3.9 ms and races reading 0.851-1.040x (sd 0.034); alternating,
-0.986-1.015x (sd 0.006), 1.9 s a race either way. A kernel
+0.986-1.015x (sd 0.006), 1.9 s a race either way. Each twin's sample is then its own
+evaluate() (twin_evaluation: one call of a sample of one skips XTC's warm-up call, which
+would double it), with every library held open for the race (held_libraries). A kernel
 whose one call lasts SLOW_CALL_S or more (the naive 512³ matmul: 135-600 ms) is timed
 one call per sample without XTC's warm-up call and, if it is the baseline (or nothing
 it could be compared with is within TWINS of it), only every SLOW_EVERY rounds: its
@@ -54,13 +56,15 @@ planned rounds would give; only the figures shown are medians of fewer rounds.
 
 from __future__ import annotations
 
+import _ctypes
+import contextlib
 import ctypes
 import math
 import os
 import random
 import statistics
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -247,10 +251,11 @@ def fastest_call(module: Any, name: str, **options: Any) -> float:
 
 @dataclass(frozen=True)
 class Plan:
-    """How a race times one kernel: XTC's evaluator `number` (calls per sample; 0: one
-    call per sample without XTC's warm-up call) and `repeat` (samples), every `every`
-    rounds (between them its last reading stands), its samples alternating with those of
-    its `twins` (the kernels of its group, itself included)."""
+    """How a race times one kernel: `number` calls per sample (0: one call without XTC's
+    warm-up call) and `repeat` samples, every `every` rounds (between them its last
+    reading stands), its samples alternating with those of its `twins` (the kernels of
+    its group, itself included). A kernel alone in its group is one XTC evaluator of that
+    `number` and `repeat`; twins are one evaluate() per sample (twin_evaluation)."""
 
     number: int
     repeat: int
@@ -318,17 +323,36 @@ def plan_samples(
     return plans
 
 
-def hold_libraries(modules: dict[str, Any]) -> list[ctypes.CDLL]:
-    """Each compiled module's shared library, opened once more for the race's duration.
+@contextlib.contextmanager
+def held_libraries(modules: dict[str, Any]) -> Iterator[list[ctypes.CDLL]]:
+    """Each compiled module's shared library, opened once more while the race runs.
 
     XTC's evaluator opens the module's library at every evaluate() and closes it after
     (xtc/targets/host/HostEvaluator.py): the last close unloads it, and the next
     evaluate() maps it again, so its first call pays page faults and symbol binding.
-    Alternating samples are one evaluate() each: held open, a library stays mapped and a
-    sample times the kernel, not its loading.
+    Alternating samples are one evaluate() each: held open (the same path, so the same
+    handle: dlopen counts references), a library stays mapped and a sample times the
+    kernel, not its loading. Closed after the race, so that a later compile to the same
+    path in this process is loaded afresh (the field notes' dump_file trap).
     """
-    paths = [getattr(module, "file_name", None) for module in modules.values()]
-    return [ctypes.CDLL(str(Path(path).absolute())) for path in paths if path]
+    held = [
+        ctypes.CDLL(str(Path(module.file_name).absolute()))
+        for module in modules.values()
+        if getattr(module, "file_name", None) and getattr(module, "file_type", "shlib") == "shlib"
+    ]
+    try:
+        yield held
+    finally:
+        for library in held:
+            _ctypes.dlclose(library._handle)
+
+
+def twin_evaluation(plan: Plan) -> tuple[int, int]:
+    """XTC's evaluator (number, repeat) for ONE sample of a twin: number 1 becomes 0, one
+    call without XTC's warm-up call (with it, each sample would cost two calls); from 2
+    calls a sample on, each evaluate() makes its own warm-up call (at most 1.5x the calls
+    a round budgets, at number 2, and a sample then follows a warm call, as in blocks)."""
+    return (plan.number if plan.number > 1 else 0), 1
 
 
 def _time_interleaved(
@@ -359,16 +383,25 @@ def _time_interleaved(
             one_call = max(min(_evaluate(evaluator(module, 1, 5), name)), 1e-9)
         estimates[name] = one_call
     plans = plan_samples(estimates, samples, sample_s, round_s, baselines)
-    held = hold_libraries(modules)  # noqa: F841 - mapped until the race ends
     # A kernel alone in its group: its samples in one evaluate(). Twins: one sample per
-    # evaluate(), in alternation (number 1 becomes 0: XTC's warm-up call would double it).
+    # evaluate(), in alternation.
     evaluators = {
         name: evaluator(module, plans[name].number, plans[name].repeat)
         if len(plans[name].twins) <= 1
-        else evaluator(module, plans[name].number if plans[name].number > 1 else 0, 1)
+        else evaluator(module, *twin_evaluation(plans[name]))
         for name, module in modules.items()
     }
-    timings = Timings(rounds={name: [] for name in modules}, planned=rounds)
+    with held_libraries(modules):
+        return _rounds(evaluators, plans, rounds, settled)
+
+
+def _rounds(
+    evaluators: dict[str, Any],
+    plans: dict[str, Plan],
+    rounds: int,
+    settled: Callable[[Timings], bool] | None,
+) -> Timings:
+    timings = Timings(rounds={name: [] for name in evaluators}, planned=rounds)
     order = random.Random(0)  # the same orders in every race: reproducible
     for done in range(1, rounds + 1):
         names = list(evaluators)
