@@ -262,6 +262,11 @@ class Plan:
     every: int = 1
     twins: tuple[str, ...] = field(default=(), compare=False)
 
+    @property
+    def alternates(self) -> bool:
+        """Whether this kernel's samples alternate with a twin's (one evaluate() each)."""
+        return len(self.twins) > 1
+
 
 def plan_samples(
     estimates: dict[str, float],
@@ -386,9 +391,9 @@ def _time_interleaved(
     # A kernel alone in its group: its samples in one evaluate(). Twins: one sample per
     # evaluate(), in alternation.
     evaluators = {
-        name: evaluator(module, plans[name].number, plans[name].repeat)
-        if len(plans[name].twins) <= 1
-        else evaluator(module, *twin_evaluation(plans[name]))
+        name: evaluator(module, *twin_evaluation(plans[name]))
+        if plans[name].alternates
+        else evaluator(module, plans[name].number, plans[name].repeat)
         for name, module in modules.items()
     }
     with held_libraries(modules):
@@ -410,13 +415,13 @@ def _rounds(
             if len(timings.rounds[name]) == done:
                 continue  # timed beside a twin earlier in this round
             plan = plans[name]
-            twins = [twin for twin in names if twin in plan.twins] or [name]
+            twins = [twin for twin in names if twin in plan.twins] if plan.alternates else [name]
             if (done - 1) % plan.every:
                 for twin in twins:
                     timings.rounds[twin].append(timings.rounds[twin][-1])
                 continue
             best = dict.fromkeys(twins, math.inf)
-            for _ in range(plan.repeat if len(twins) > 1 else 1):
+            for _ in range(plan.repeat if plan.alternates else 1):
                 for twin in twins:
                     best[twin] = min(best[twin], *_evaluate(evaluators[twin], twin))
             for twin in twins:
