@@ -3,6 +3,7 @@ early only where its verdict is settled (speed_judge.py)."""
 
 import contextlib
 import itertools
+import os
 import statistics
 from pathlib import Path
 
@@ -287,6 +288,43 @@ def test_a_race_holds_each_kernels_library_open_while_it_runs_and_closes_it_afte
     inputs = TUTORIAL.inputs("random", seed=0)
     assert timing._time_interleaved(modules, TUTORIAL, inputs, 4, 10, 2e-4, None) == "timings"
     assert inside == ["open", "rounds", "closed"]
+
+
+def test_slow_twins_have_openmps_workers_sleep_between_calls_and_fast_ones_do_not(monkeypatch):
+    # kata 11's MLIR parallel conv (~10 ms a call) against its copy read 0.897-1.040x
+    # under a busy loop with OpenMP's workers spinning 200 ms after each call, 0.999-1.008x
+    # with them asleep at once; kata 04's fast parallel kernel reads 15% slower asleep.
+    told = []
+    monkeypatch.setattr(timing, "openmp_workers_sleep_at_once", lambda: told.append(1))
+    monkeypatch.setattr(timing, "_rounds", lambda *a: "timings")
+    inputs = TUTORIAL.inputs("random", seed=0)
+    slow = {"naive": Kernel(0.1), "learner": Kernel(0.011), "reference": Kernel(0.010)}
+    timing._time_interleaved(slow, TUTORIAL, inputs, 4, 10, 2e-4, None)
+    assert told == [1]
+    fast = {"naive": Kernel(0.1), "learner": Kernel(0.0011), "reference": Kernel(0.001)}
+    timing._time_interleaved(fast, TUTORIAL, inputs, 4, 10, 2e-4, None)
+    assert told == [1], "a fast kernel's calls would each pay a worker's wake-up"
+
+
+def test_openmps_workers_are_told_to_sleep_only_where_a_kernel_loaded_the_runtime():
+    # In a fresh interpreter: no kernel loaded libomp, so nothing is told (and nothing
+    # loaded); once loaded (as an MLIR parallel kernel loads it), its blocktime reads 0.
+    import ctypes.util
+    import subprocess
+    import sys
+
+    assert ctypes.util.find_library("omp"), "libomp5 missing: run.sh installs it (XTC's MLIR)"
+    script = (
+        "import ctypes, os\n"
+        "from xtc_katas.measure import timing\n"
+        "assert timing.openmp_workers_sleep_at_once() is False\n"
+        "omp = ctypes.CDLL(timing.LIBOMP, mode=os.RTLD_GLOBAL)\n"
+        "assert omp.kmp_get_blocktime() > 0\n"
+        "assert timing.openmp_workers_sleep_at_once() is True\n"
+        "assert omp.kmp_get_blocktime() == 0, omp.kmp_get_blocktime()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "KMP_BLOCKTIME"}
+    subprocess.run([sys.executable, "-c", script], check=True, env=env)
 
 
 def test_a_kernel_faster_than_the_peak_has_the_peak_probed_again(monkeypatch):

@@ -44,7 +44,10 @@ it could be compared with is within TWINS of it), only every SLOW_EVERY rounds: 
 last reading stands in the rounds between. The baseline divides every other kernel's
 time in a round, so its sparser readings move the learner's, the reference's and the
 previous step's speedups together, never one against another, and the bar (0.7 x the
-reference's) moves with them.
+reference's) moves with them. Slow twins that run on OpenMP (XTC's MLIR parallel kernels)
+have its workers sleep at the end of each call instead of spinning for 200 ms
+(openmp_workers_sleep_at_once): under a CPU hog a spinning worker shares its core with the
+hog by turns, and a 10 ms call's time depended on which turn it started in.
 
 A race may stop after MIN_ROUNDS rounds when its verdict is settled (`settled`): when no
 values the remaining rounds could bring would change it. Each speedup is a median over
@@ -396,8 +399,37 @@ def _time_interleaved(
         else evaluator(module, plans[name].number, plans[name].repeat)
         for name, module in modules.items()
     }
+    if any(plan.alternates and plan.number == 0 for plan in plans.values()):
+        openmp_workers_sleep_at_once()
     with held_libraries(modules):
         return _rounds(evaluators, plans, rounds, settled)
+
+
+#: LLVM's OpenMP runtime, which XTC's MLIR kernels link (XTC 0.3.2: libomp.so.5).
+LIBOMP = "libomp.so.5"
+
+
+def openmp_workers_sleep_at_once() -> bool:
+    """Tell LLVM's OpenMP runtime, if a kernel of this process loaded it, to put its
+    workers to sleep as soon as a parallel region ends (kmp_set_blocktime(0)).
+
+    By default an OpenMP worker spins for 200 ms (KMP_BLOCKTIME) after each parallel
+    region, waiting for the next. When another process keeps the worker's core busy, the
+    spinning worker and that process share the core by turns, and a slow parallel call
+    (kata 11's MLIR parallel conv, ~10 ms) starts in whichever turn it finds: two compiles
+    of it raced each other at 0.897-1.040x under a busy loop (8 races, AMD EPYC family 23
+    model 1). A sleeping worker is woken by the next region, and the scheduler gives a
+    thread that slept its core back at once: 0.999-1.007x (KMP_BLOCKTIME=0, same 8 races).
+    Only for slow twins: each wake-up costs ~20 us, nothing for a 10 ms call, but kata
+    04's MLIR parallel reference (~0.15 ms a call) read 21x naive spinning and 18x
+    sleeping on a quiet machine. Returns whether the runtime was there to tell.
+    """
+    try:
+        libomp = ctypes.CDLL(LIBOMP, mode=os.RTLD_NOLOAD)
+    except OSError:  # no kernel of this race uses OpenMP
+        return False
+    libomp.kmp_set_blocktime(0)
+    return True
 
 
 def _rounds(
