@@ -290,6 +290,60 @@ def test_a_race_holds_each_kernels_library_open_while_it_runs_and_closes_it_afte
     assert inside == ["open", "rounds", "closed"]
 
 
+def test_a_twins_samples_take_two_placements_by_turns_and_a_round_keeps_the_faster(
+    tmp_path,
+):
+    # The same kernel read 0.69-0.74x copies of itself at one address in a process
+    # (second_placements): each twin gets a copy of its library, loaded elsewhere, and
+    # its samples take the two by turns, so a round's best comes from the faster one.
+    import numpy._core._multiarray_umath as compiled
+
+    library = tmp_path / "learner_0.so"
+    library.write_bytes(Path(compiled.__file__).read_bytes())
+    fields = {f"_{field}": [] for field in ("shlibs", "arlibs", "headers", "headers_path")}
+    module = type("Module", (), {"file_name": str(library), "file_type": "shlib"})()
+    module.__dict__.update(
+        _name="learner", _payload_name="matmul", _file_type="shlib", _csrcs=[],
+        _bare_ptr=True, _graph=None, **fields,
+    )  # fmt: skip
+    plans = timing.plan_samples({"naive": 0.6, "learner": 0.02, "reference": 0.021})
+    fake = Kernel(0.021)
+    placed = timing.second_placements(
+        {"naive": Kernel(0.6), "learner": module, "reference": fake}, plans
+    )
+    first, second = placed["learner"]
+    assert first is module and second.file_name != module.file_name
+    assert Path(second.file_name).read_bytes() == library.read_bytes()
+    assert len(placed["naive"]) == 1, "a kernel alone keeps its one placement"
+    assert placed["reference"] == [fake, fake], "a fake without a file is its own copy"
+
+    # kata 10's MLIR parallel gemm, ~20 ms a call: a sample from each placement a round
+    assert plans["learner"] == plans["reference"] == timing.Plan(0, 2)
+    # in a round, one sample at each placement, whichever comes first; the best is the
+    # faster placement's (here the second reads 0.7x: 10 ms against 7 ms)
+    slow, fast = Kernel(0.010), Kernel(0.007)
+    timings = timing._rounds(
+        {"learner": [slow, fast], "reference": [Kernel(0.007)] * 2},
+        {"learner": plans["learner"], "reference": plans["reference"]},
+        4,
+        None,
+    )
+    assert timings.rounds["learner"] == [0.007] * 4 and slow.calls == fast.calls == 4
+    # a twin of one sample a round (calls of 50 ms or more) takes them round by round
+    one = timing.Plan(0, 1, twins=("learner", "reference"))
+    slow, fast = Kernel(0.2), Kernel(0.14)
+    timings = timing._rounds(
+        {"learner": [slow, fast], "reference": [Kernel(0.14)] * 2},
+        {"learner": one, "reference": one},
+        4,
+        None,
+    )
+    assert timings.rounds["learner"] == [0.14, 0.2, 0.14, 0.2]
+    assert timing.plan_samples({"naive": 0.6, "learner": 0.2, "reference": 0.19})[
+        "learner"
+    ] == timing.Plan(0, 1)
+
+
 def test_slow_twins_have_openmps_workers_sleep_between_calls_and_fast_ones_do_not(monkeypatch):
     # kata 11's MLIR parallel conv (~10 ms a call) against its copy read 0.897-1.040x
     # under a busy loop with OpenMP's workers spinning 200 ms after each call, 0.999-1.008x

@@ -184,6 +184,11 @@ def load(path: Path, graph: Any, fresh_path: str) -> Any | None:
         shutil.copyfile(path / "module.so", so)
     except (OSError, ValueError):
         return None
+    return _host_module(meta, so, graph)
+
+
+def _host_module(meta: dict[str, Any], so: str, graph: Any) -> Any:
+    """XTC's HostModule of the library `so`, with the fields `meta` (FIELDS)."""
     from xtc.targets.host.HostModule import HostModule
 
     fields = dict(meta)
@@ -195,6 +200,15 @@ def load(path: Path, graph: Any, fresh_path: str) -> Any | None:
         graph,
         **fields,
     )
+
+
+def copied(module: Any, fresh_path: str) -> Any:
+    """`module` loaded from a copy of its library at `fresh_path` + ".so": the same kernel,
+    which a process maps at another address (timing.second_placements says why)."""
+    meta = {field: getattr(module, f"_{field}") for field in FIELDS}
+    so = f"{fresh_path}.so"
+    shutil.copyfile(module.file_name, so)
+    return _host_module(meta, so, module._graph)
 
 
 #: The entries this process stored: dropped if the harness is found changed while it ran

@@ -47,7 +47,10 @@ previous step's speedups together, never one against another, and the bar (0.7 x
 reference's) moves with them. Slow twins that run on OpenMP (XTC's MLIR parallel kernels)
 have its workers sleep at the end of each call instead of spinning for 200 ms
 (openmp_workers_sleep_at_once): under a CPU hog a spinning worker shares its core with the
-hog by turns, and a 10 ms call's time depended on which turn it started in.
+hog by turns, and a 10 ms call's time depended on which turn it started in. And each twin
+is timed from two placements, its library and a copy of it, which the process maps at
+another address, its samples taking them by turns (second_placements): one kernel can run
+0.7x slower at one address than at another, in every race of a process.
 
 A race may stop after MIN_ROUNDS rounds when its verdict is settled (`settled`): when no
 values the remaining rounds could bring would change it. Each speedup is a median over
@@ -77,6 +80,7 @@ from threadpoolctl import threadpool_limits
 
 from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.problems import Problem
+from xtc_katas.measure import module_cache
 from xtc_katas.measure.isolation import run_isolated
 from xtc_katas.measure.numerics import check_arrays
 
@@ -87,6 +91,9 @@ ROUND_S = 0.025  # the time a kernel's samples may fill in a round (a slow one: 
 SLOW_CALL_S = 0.01  # from this long a call on, one call per sample and no warm-up
 #: A slow kernel is timed in one round of this many (its samples then fill their time).
 SLOW_EVERY = 4
+#: Slow twins up to this long a call take a sample from each of their two placements in
+#: every round (second_placements); longer ones take them by turns, round to round.
+BOTH_PLACEMENTS_S = 0.05
 #: Kernels whose one-call estimates are within this factor of each other share one plan.
 TWINS = 3.0
 #: A race whose verdict is settled may stop after this many of its rounds (of ROUNDS):
@@ -313,8 +320,9 @@ def plan_samples(
             chosen = Plan(number, repeat)
         elif len(group) == 1:
             chosen = sparse(fastest)
-        else:
-            chosen = Plan(0, max(1, min(samples, int(round_s / fastest))))
+        else:  # one sample from each of its two placements at least, if calls are short
+            least = 2 if fastest < BOTH_PLACEMENTS_S else 1
+            chosen = Plan(0, max(least, min(samples, int(round_s / fastest))))
         plans.update(dict.fromkeys(group, replace(chosen, twins=tuple(group))))
 
     group: list[str] = []
@@ -391,18 +399,49 @@ def _time_interleaved(
             one_call = max(min(_evaluate(evaluator(module, 1, 5), name)), 1e-9)
         estimates[name] = one_call
     plans = plan_samples(estimates, samples, sample_s, round_s, baselines)
-    # A kernel alone in its group: its samples in one evaluate(). Twins: one sample per
-    # evaluate(), in alternation.
+    # A kernel alone in its group: its samples in one evaluate(), from its one placement.
+    # Twins: one sample per evaluate(), in alternation, from two placements by turns.
+    placements = second_placements(modules, plans)
     evaluators = {
-        name: evaluator(module, *twin_evaluation(plans[name]))
-        if plans[name].alternates
-        else evaluator(module, plans[name].number, plans[name].repeat)
-        for name, module in modules.items()
+        name: [
+            evaluator(module, *twin_evaluation(plans[name]))
+            if plans[name].alternates
+            else evaluator(module, plans[name].number, plans[name].repeat)
+            for module in placements[name]
+        ]
+        for name in modules
     }
     if any(plan.alternates and plan.number == 0 for plan in plans.values()):
         openmp_workers_sleep_at_once()
-    with held_libraries(modules):
+    held = {
+        f"{name} {at}": module for name in modules for at, module in enumerate(placements[name])
+    }
+    with held_libraries(held):
         return _rounds(evaluators, plans, rounds, settled)
+
+
+def second_placements(modules: dict[str, Any], plans: dict[str, Plan]) -> dict[str, list[Any]]:
+    """Each kernel's placements: itself, and for twins a copy of its library too, which
+    this process maps at another address; a twin's samples take the two by turns.
+
+    The same kernel can run slower at one address than at another in a process: under a
+    busy loop, kata 11's MLIR parallel conv read 0.69-0.74x byte-identical copies of
+    itself in every race of about 1 process in 15 (4 of 57), and swapping the load order
+    of the slow module and its copy swapped which one was slow (race children fork from
+    one parent, so a module lands at the same address in every race of the process).
+    A copy of the slow file, loaded at another address, read 1.00x (AMD EPYC family 23
+    model 1). With two placements each, a round's best of a twin comes from the faster.
+    A module without a library file (a test's fake) is its own second placement.
+    """
+    placements = {}
+    for name, module in modules.items():
+        placements[name] = [module]
+        if plans[name].alternates:
+            file_name = getattr(module, "file_name", None)
+            shlib = file_name and getattr(module, "file_type", "shlib") == "shlib"
+            second = module_cache.copied(module, f"{file_name}.at2") if shlib else module
+            placements[name].append(second)
+    return placements
 
 
 #: LLVM's OpenMP runtime, which XTC's MLIR kernels link (XTC 0.3.2: libomp.so.5).
@@ -433,7 +472,7 @@ def openmp_workers_sleep_at_once() -> bool:
 
 
 def _rounds(
-    evaluators: dict[str, Any],
+    evaluators: dict[str, list[Any]],
     plans: dict[str, Plan],
     rounds: int,
     settled: Callable[[Timings], bool] | None,
@@ -453,9 +492,11 @@ def _rounds(
                     timings.rounds[twin].append(timings.rounds[twin][-1])
                 continue
             best = dict.fromkeys(twins, math.inf)
-            for _ in range(plan.repeat if plan.alternates else 1):
+            for sample in range(plan.repeat if plan.alternates else 1):
                 for twin in twins:
-                    best[twin] = min(best[twin], *_evaluate(evaluators[twin], twin))
+                    placed = evaluators[twin]
+                    at = placed[(done + sample) % len(placed)]  # by turns, round to round
+                    best[twin] = min(best[twin], *_evaluate(at, twin))
             for twin in twins:
                 timings.rounds[twin].append(best[twin])
         if settled and MIN_ROUNDS <= done < rounds and settled(timings):
