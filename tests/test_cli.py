@@ -76,7 +76,7 @@ def test_status_on_a_fresh_copy_shows_every_kata_and_the_first_step(repo):
 def test_a_solved_kata_passes_and_unlocks_its_solution_an_unsolved_one_does_not(repo):
     solve(repo, 1)
     code, out = cli(repo, "run", "1")
-    assert code == 0 and "01_peak: passing, 3/3 tasks passed" in out
+    assert code == 0 and "01_peak: passing, 3/3 tasks passed" in out, out
     code, out = cli(repo, "status", "--no-run")
     assert "1 of" in out and "Next: 02_graph" in out
     code, out = cli(repo, "solution", "1")

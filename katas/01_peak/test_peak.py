@@ -64,7 +64,9 @@ def test_measure_peak_agrees_with_the_harness(learner_module, peak):
     # constant will not be. On a busy machine XTC's one-shot runs read low where the
     # probe's short samples do not (AMD EPYC family 23 model 1, 2 vCPU, load average 5:
     # XTC 4.3-6.4 GFMA/s, the probe 20.4; with a core of its own XTC read 14.5-19.9).
-    # A low reading is then checked against XTC's own benchmark, read again right after.
+    # A low reading is then checked against XTC's own benchmark, read again right after,
+    # and yours is read again (twice at most) while it stays 3 times below: a burst of load
+    # during one reading is not a wrong answer, a wrong unit or formula stays wrong.
     got = learner_module.measure_peak("float32")
     assert isinstance(got, float)
     harness = peak()
@@ -78,6 +80,10 @@ def test_measure_peak_agrees_with_the_harness(learner_module, peak):
     from xtc.runtimes.host import HostRuntime
 
     now = max(HostRuntime.get().evaluate_flops("float32") for _ in range(3))
+    for _ in range(2):
+        if got > now / 3:
+            break
+        got = max(got, learner_module.measure_peak("float32"))
     assert got > now / 3, (
         f"01_peak › measure_peak() gave {got:.3g} FMA/s where XTC's benchmark read "
         f"{now:.3g} right after (best of 3 calls) and the harness's register probe "
