@@ -268,7 +268,7 @@ def test_a_race_holds_each_kernels_library_open_while_it_runs_and_closes_it_afte
     module = type("Module", (), {"file_name": compiled.__file__, "file_type": "shlib"})()
     closed = []
     monkeypatch.setattr(timing._ctypes, "dlclose", closed.append)
-    with timing.held_libraries({"learner": module, "fake": Kernel(0.001)}) as held:
+    with timing.held_libraries([module, Kernel(0.001)]) as held:
         assert [lib._name for lib in held] == [str(Path(compiled.__file__).absolute())]
         assert not closed
     assert closed == [held[0]._handle]

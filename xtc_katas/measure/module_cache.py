@@ -205,10 +205,14 @@ def _host_module(meta: dict[str, Any], so: str, graph: Any) -> Any:
 def copied(module: Any, fresh_path: str) -> Any:
     """`module` loaded from a copy of its library at `fresh_path` + ".so": the same kernel,
     which a process maps at another address (timing.second_placements says why)."""
-    meta = {field: getattr(module, f"_{field}") for field in FIELDS}
     so = f"{fresh_path}.so"
     shutil.copyfile(module.file_name, so)
-    return _host_module(meta, so, module._graph)
+    return _host_module(_fields(module), so, module._graph)
+
+
+def _fields(module: Any) -> dict[str, Any]:
+    """The FIELDS of XTC's HostModule `module`: what rebuilds it around another file."""
+    return {field: getattr(module, f"_{field}") for field in FIELDS}
 
 
 #: The entries this process stored: dropped if the harness is found changed while it ran
@@ -228,7 +232,7 @@ def store(path: Path, module: Any) -> None:
     """Keep `module`'s shared library and fields at `path`: written aside, renamed in."""
     if getattr(module, "file_type", None) != "shlib":
         return
-    meta = {field: getattr(module, f"_{field}") for field in FIELDS}
+    meta = _fields(module)
     path.parent.mkdir(parents=True, exist_ok=True)
     _prune_others(path.parent.parent, keep=path.parent.name)
     scratch = Path(tempfile.mkdtemp(prefix=".new-", dir=path.parent))

@@ -70,7 +70,7 @@ import os
 import random
 import statistics
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -339,8 +339,15 @@ def plan_samples(
     return plans
 
 
+def library_of(module: Any) -> str | None:
+    """The shared library a compiled module runs from; None for anything else (a test's
+    fake kernel has no file)."""
+    file_name = getattr(module, "file_name", None)
+    return file_name if file_name and getattr(module, "file_type", "shlib") == "shlib" else None
+
+
 @contextlib.contextmanager
-def held_libraries(modules: dict[str, Any]) -> Iterator[list[ctypes.CDLL]]:
+def held_libraries(modules: Iterable[Any]) -> Iterator[list[ctypes.CDLL]]:
     """Each compiled module's shared library, opened once more while the race runs.
 
     XTC's evaluator opens the module's library at every evaluate() and closes it after
@@ -351,11 +358,8 @@ def held_libraries(modules: dict[str, Any]) -> Iterator[list[ctypes.CDLL]]:
     kernel, not its loading. Closed after the race, so that a later compile to the same
     path in this process is loaded afresh (the field notes' dump_file trap).
     """
-    held = [
-        ctypes.CDLL(str(Path(module.file_name).absolute()))
-        for module in modules.values()
-        if getattr(module, "file_name", None) and getattr(module, "file_type", "shlib") == "shlib"
-    ]
+    libraries = [library_of(module) for module in modules]
+    held = [ctypes.CDLL(str(Path(library).absolute())) for library in libraries if library]
     try:
         yield held
     finally:
@@ -413,10 +417,7 @@ def _time_interleaved(
     }
     if any(plan.alternates and plan.number == 0 for plan in plans.values()):
         openmp_workers_sleep_at_once()
-    held = {
-        f"{name} {at}": module for name in modules for at, module in enumerate(placements[name])
-    }
-    with held_libraries(held):
+    with held_libraries(module for placed in placements.values() for module in placed):
         return _rounds(evaluators, plans, rounds, settled)
 
 
@@ -437,10 +438,10 @@ def second_placements(modules: dict[str, Any], plans: dict[str, Plan]) -> dict[s
     for name, module in modules.items():
         placements[name] = [module]
         if plans[name].alternates:
-            file_name = getattr(module, "file_name", None)
-            shlib = file_name and getattr(module, "file_type", "shlib") == "shlib"
-            second = module_cache.copied(module, f"{file_name}.at2") if shlib else module
-            placements[name].append(second)
+            library = library_of(module)
+            placements[name].append(
+                module_cache.copied(module, f"{library}.at2") if library else module
+            )
     return placements
 
 
