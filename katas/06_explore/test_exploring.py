@@ -155,6 +155,7 @@ def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
         advice=f"your best candidate, {best_name!r}, is not enough. Widen the search: "
         + ("; ".join(why) if why else "try other tile sizes and loop orders"),
         best=best_name,
+        finalists="; ".join(f"{specs[n][0]} {run.items[n][3]:.1f}%" for n in finalists),
     )
 
 

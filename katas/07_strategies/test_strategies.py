@@ -141,6 +141,7 @@ def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
         "`xtc-katas explore 7`",
         strategy=type(strategy).__name__,
         best=str(samples[best]),
+        finalists="; ".join(f"{samples[n]} {run.items[n][3]:.1f}%" for n in finalists),
     )
 
 
