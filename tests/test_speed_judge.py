@@ -381,6 +381,93 @@ def test_openmps_workers_are_told_to_sleep_only_where_a_kernel_loaded_the_runtim
     subprocess.run([sys.executable, "-c", script], check=True, env=env)
 
 
+def _tvm_workers_should_sleep_in_a_child(case: str) -> bool:
+    """tvm_workers_should_sleep in a forked child, after `case`: a worker started (as
+    TVM's pool starts one at a parallel call), libomp loaded, the user's own spin count."""
+    import ctypes
+    import threading
+
+    threads_before = timing.threads_running()
+    if case != "no worker":
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
+    if case == "openmp's worker":
+        ctypes.CDLL(timing.LIBOMP, mode=os.RTLD_GLOBAL)
+    if case == "the user's own spin count":
+        os.environ[timing.TVM_SPIN_ENV] = "100"
+    else:
+        os.environ.pop(timing.TVM_SPIN_ENV, None)
+    estimates = {"naive": 0.5, "learner": 0.003, "reference": 0.0028}
+    if case == "fast twins":
+        estimates = {"naive": 0.05, "learner": 1.1e-4, "reference": 1e-4}
+    plans = timing.plan_samples(estimates)
+    return timing.tvm_workers_should_sleep(estimates, plans, threads_before)
+
+
+@pytest.mark.parametrize(
+    ("case", "sleep"),
+    [
+        ("tvm's worker", True),
+        ("no worker", False),
+        ("fast twins", False),
+        ("openmp's worker", False),
+        ("the user's own spin count", False),
+    ],
+)
+def test_parallel_tvm_twins_of_a_millisecond_or_more_are_raced_with_tvms_workers_asleep(
+    case, sleep
+):
+    # Kata 10's TVM parallel gemm (~3 ms) against a copy of itself under a busy loop read
+    # 0.909-1.072x with TVM's workers spinning between tasks, 0.984-1.026x asleep; kata
+    # 04's (~0.1 ms) reads 25% slower asleep, quiet. TVM reads its spin count once, when
+    # its first worker starts: only threads started without libomp are TVM's.
+    from xtc_katas.measure.isolation import run_isolated
+
+    assert run_isolated(_tvm_workers_should_sleep_in_a_child, case) is sleep
+
+
+def test_a_race_whose_tvm_workers_spun_runs_again_in_a_child_that_has_them_sleep(monkeypatch):
+    # The first child answers with its estimates; the second is given them (no kernel
+    # runs before its workers are told: the spin count is read once per process) and
+    # sets TVM's spin count to 0 before any call, unless the user set one.
+    monkeypatch.setattr(timing, "require_own_cores", lambda what: None)
+    calls = []
+
+    def child(function, *args, what):
+        calls.append(args)
+        return timing.TvmWorkersSpun({"learner": 0.003}) if len(calls) == 1 else "timings"
+
+    monkeypatch.setattr(timing, "run_isolated", child)
+    assert timing.time_side_by_side({"learner": Kernel(0.003)}, TUTORIAL) == "timings"
+    assert len(calls) == 2 and calls[1][-1] == {"learner": 0.003}
+    # in the second child: the spin count set before the estimates, known ones not re-read
+    monkeypatch.delenv(timing.TVM_SPIN_ENV, raising=False)
+    monkeypatch.setattr(timing, "_rounds", lambda *a: "rounds")
+    monkeypatch.setattr(
+        timing, "tvm_workers_should_sleep", lambda *a: os.environ.get(timing.TVM_SPIN_ENV) is None
+    )
+    kernels = {"naive": Kernel(0.1), "learner": Kernel(0.003), "reference": Kernel(0.003)}
+    inputs = TUTORIAL.inputs("random", seed=0)
+    first = timing._time_interleaved(kernels, TUTORIAL, inputs, 4, 10, 2e-4, None)
+    assert isinstance(first, timing.TvmWorkersSpun), first
+    assert set(first.estimates) == set(kernels)
+    calls_before = {name: kernel.calls for name, kernel in kernels.items()}
+    again = timing._time_interleaved(
+        kernels,
+        TUTORIAL,
+        inputs,
+        4,
+        10,
+        2e-4,
+        None,
+        None,
+        timing.ROUND_S,
+        ("naive",),
+        first.estimates,
+    )
+    assert again == "rounds" and os.environ[timing.TVM_SPIN_ENV] == "0"
+    assert {name: kernel.calls for name, kernel in kernels.items()} == calls_before
+
+
 def test_a_kernel_faster_than_the_peak_has_the_peak_probed_again(monkeypatch):
     # The first probe read low (20 GFMA/s, as under a CPU hog); the race's reference ran
     # at 24: the peak is probed again before any figure is shown, and every figure of the
