@@ -234,6 +234,7 @@ def time_side_by_side(
         timings = run_isolated(
             _time_interleaved, *race, timings.estimates, what="a kernel timed side by side"
         )
+    assert isinstance(timings, Timings), "a child with TVM's workers asleep asked again"
     return timings
 
 
@@ -489,8 +490,9 @@ def openmp_workers_sleep_at_once() -> bool:
     return True
 
 
-#: TVM's workers spin this many times for the next task before they sleep (TVM 0.3.2's
-#: default: 300000). TVM reads it once per process, when its first worker starts.
+#: TVM's workers spin this many times for the next task before they sleep (default 300000
+#: in apache-tvm 0.26, XTC 0.3.2's). TVM reads it once per process, when its first worker
+#: starts (a function-static in ThreadPool::RunWorker).
 TVM_SPIN_ENV = "TVM_THREAD_POOL_SPIN_COUNT"
 #: Parallel TVM twins whose call lasts this long or more are raced with TVM's workers
 #: asleep between tasks: their wake-up is then a small share of a call.
@@ -513,19 +515,20 @@ def threads_running() -> int:
 def tvm_workers_should_sleep(
     estimates: dict[str, float], plans: dict[str, Plan], threads_before: int
 ) -> bool:
-    """Whether this child's twins include a parallel kernel of SLEEPING_TVM_WORKERS_CALL_S
-    or more, whose TVM workers started spinning (TVM reads TVM_SPIN_ENV only then) since
-    the process had `threads_before` threads.
+    """Whether this child's TVM workers should have slept: twins of
+    SLEEPING_TVM_WORKERS_CALL_S or more a call, and threads started since the process had
+    `threads_before` (its estimates ran a parallel kernel), none of them OpenMP's.
 
     TVM's workers spin between tasks, as OpenMP's do (openmp_workers_sleep_at_once), and
     under a CPU hog a spinning worker shares its core with the hog by turns. Kata 10's TVM
     parallel gemm (~3 ms a call) against a fresh compile of itself under a busy loop on
-    the other core read 0.909-1.072x spinning, 0.984-1.026x asleep (8 races each); quiet,
-    0.953-0.972x and 0.980-1.011x, both at 89-97x naive (4 races each; Intel Xeon family 6
-    model 167). Not for fast kernels: kata 04's TVM parallel reference (~0.1 ms a call)
-    read 103-106x naive spinning and 70-82x asleep, quiet. TVM's runtime does not use
-    OpenMP: threads started by the estimates, without libomp loaded, are TVM's workers. A user's own
-    TVM_THREAD_POOL_SPIN_COUNT is left as it is.
+    the other core read 0.909-1.072x spinning, 0.984-1.026x and 0.993-1.010x asleep (8 races
+    each); quiet, 0.953-0.972x spinning and 0.980-1.011x asleep, both at 89-97x naive (4
+    races each; Intel Xeon family 6 model 167). Not for fast kernels: kata 04's TVM
+    parallel reference (~0.1 ms a call) read 103-106x naive spinning and 70-82x asleep,
+    quiet. TVM's runtime does not use OpenMP, so threads started by the estimates without
+    libomp loaded are TVM's workers (a race is of one backend: libomp, once loaded,
+    stays). A user's own TVM_THREAD_POOL_SPIN_COUNT is left as it is.
     """
     if TVM_SPIN_ENV in os.environ:
         return False
