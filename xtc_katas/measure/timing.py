@@ -50,10 +50,10 @@ have its workers sleep at the end of each call instead of spinning for 200 ms
 hog by turns, and a 10 ms call's time depended on which turn it started in. TVM's workers
 spin between tasks too, and TVM reads its spin count once per process: a race whose
 parallel TVM twins last 1 ms a call or more runs again in a child whose TVM workers sleep
-(tvm_workers_should_sleep, time_side_by_side). And each twin
-is timed from two placements, its library and a copy of it, which the process maps at
-another address, its samples taking them by turns (second_placements): one kernel can run
-0.7x slower at one address than at another, in every race of a process.
+(tvm_workers_should_sleep, time_side_by_side). And each twin is timed from two placements,
+its library and a copy of it, which the process maps at another address, its samples
+taking them by turns (second_placements): one kernel can run 0.7x slower at one address
+than at another, in every race of a process.
 
 A race may stop after MIN_ROUNDS rounds when its verdict is settled (`settled`): when no
 values the remaining rounds could bring would change it. Each speedup is a median over
@@ -482,12 +482,19 @@ def openmp_workers_sleep_at_once() -> bool:
     04's MLIR parallel reference (~0.15 ms a call) read 21x naive spinning and 18x
     sleeping on a quiet machine. Returns whether the runtime was there to tell.
     """
-    try:
-        libomp = ctypes.CDLL(LIBOMP, mode=os.RTLD_NOLOAD)
-    except OSError:  # no kernel of this race uses OpenMP
+    libomp = loaded_openmp()
+    if libomp is None:  # no kernel of this race uses OpenMP
         return False
     libomp.kmp_set_blocktime(0)
     return True
+
+
+def loaded_openmp() -> ctypes.CDLL | None:
+    """LLVM's OpenMP runtime if a kernel of this process loaded it (never loads it)."""
+    try:
+        return ctypes.CDLL(LIBOMP, mode=os.RTLD_NOLOAD)
+    except OSError:
+        return None
 
 
 #: TVM's workers spin this many times for the next task before they sleep (default 300000
@@ -536,13 +543,8 @@ def tvm_workers_should_sleep(
         plan.alternates and estimates[name] >= SLEEPING_TVM_WORKERS_CALL_S
         for name, plan in plans.items()
     )
-    if not slow_twins or threads_running() <= threads_before:
-        return False
-    try:
-        ctypes.CDLL(LIBOMP, mode=os.RTLD_NOLOAD)
-    except OSError:  # no OpenMP: the other threads are TVM's
-        return True
-    return False
+    started = threads_running() > threads_before
+    return slow_twins and started and loaded_openmp() is None  # no OpenMP: TVM's threads
 
 
 def _rounds(
