@@ -8,7 +8,9 @@ The lesson is in README.md next to this file; `xtc-katas hint 1` gives hints one
 def matmul_fmas(I: int, J: int, K: int) -> int:  # noqa: E741
     """Number of fused multiply-adds in C = A @ B, A of shape (I, K) and B of shape (K, J).
 
-    Raise ValueError if a dimension is not positive.
+    The work of the loop nest in README.md, whatever a schedule later does to its loops:
+    exact for any size (an int, never a float). Raise ValueError if a dimension is not
+    positive: a problem of size zero has no speed.
     """
     raise NotImplementedError
 
@@ -16,16 +18,19 @@ def matmul_fmas(I: int, J: int, K: int) -> int:  # noqa: E741
 def percent_of_peak(fmas: int, seconds: float, peak_fmas_per_s: float, cores: int = 1) -> float:
     """The achieved rate (fmas / seconds) as a percentage of the peak of `cores` cores.
 
-    `peak_fmas_per_s` is the peak of ONE core. Raise ValueError if seconds,
-    peak_fmas_per_s or cores is not positive.
+    `peak_fmas_per_s` is the peak of ONE core; 100% means every FMA unit of every core
+    used busy on every cycle. Raise ValueError if seconds, peak_fmas_per_s or cores is
+    not positive.
     """
     raise NotImplementedError
 
 
 def measure_peak(dtype: str = "float32") -> float:
-    """This machine's single-core peak in FMA/s for `dtype`, measured with XTC's runtime:
-    the best of at least 3 calls of its benchmark.
+    """This machine's single-core peak in FMA/s for `dtype`, measured with XTC's runtime.
 
-    Raise ValueError for a dtype the runtime cannot measure.
+    XTC's runtime is xtc.runtimes.host.HostRuntime (one per process, HostRuntime.get());
+    its evaluate_flops(dtype) gives one reading of one core, in FMA/s. One reading can
+    meet noise: make several (3 or more) and return the one noise disturbed least,
+    unchanged. Raise ValueError for a dtype the runtime cannot measure.
     """
     raise NotImplementedError

@@ -15,14 +15,22 @@ from xtc.graphs.xtc.graph import XTCGraph
 
 
 def compile_baseline(graph: XTCGraph, Backend: Any, dump_file: str) -> Any:
-    """Compile `graph` with XTC's default loop nest (no transformation); return the module."""
+    """Compile `graph` with XTC's default loop nest (no transformation); return the module.
+
+    XTC's pipeline (README.md, "XTC's primitives"): a backend bound to the graph, its
+    scheduler, the frozen schedule, a compiler that writes a loadable library to
+    `dump_file`, and the module it returns. The baseline records no transformation.
+    """
     raise NotImplementedError
 
 
 def percent_of_peak_of(module: Any, fmas: int, peak_fmas_per_s: float) -> float:
     """Evaluate `module` and return its speed as a % of the single-core peak.
 
-    Raise RuntimeError (with XTC's message) when the evaluation reports an error.
+    A module's evaluator runs it and returns (times, code, message): seconds per call,
+    0 on success, and what went wrong otherwise. Use the time that best estimates the
+    kernel's own speed, and kata 01's formula. Raise RuntimeError (with XTC's message)
+    when the evaluation reports an error, even if it returned times.
     """
     raise NotImplementedError
 
@@ -31,6 +39,8 @@ def generated_code(graph: XTCGraph, Backend: Any, dump_file: str, what: str) -> 
     """Compile the baseline of `graph` and return, as text, what XTC prints for `what`.
 
     `what` is one of "source_ir", "transformed_ir", "assembly"; anything else is a
-    ValueError.
+    ValueError, raised before anything is compiled. The compiler prints each stage when
+    asked (README.md lists its print options); the two backends print to different
+    streams (README.md, the XTC 0.3.2 box).
     """
     raise NotImplementedError

@@ -3,13 +3,16 @@
 Each function receives `sch`, a fresh scheduler of the kata's problem (C = A @ B with
 loops i, j, k: `for i, for j, for k: C[i, j] += A[i, k] * B[k, j]`), and calls its
 primitives; it returns nothing. The primitives only record: the harness compiles `sch`.
+The examples below use other axes and sizes than the tasks need:
 
-    sch.strip_mine("j", {"j1": 16})       # split loop j into j (outer) and j1 (16 steps)
-    sch.interchange(["i", "k", "j", "j1"])  # the loop order, outer to inner: every loop
-    sch.vectorize(["j1"])                 # SIMD on the innermost loop
-    sch.unroll({"i1": 4})                 # unroll i1 by 4
-    sch.parallelize(["i"])                # share the outermost loop between the cores
-    sch.split("j", {"j0": 0, "j1": 32})   # segments j[0:32] and j[32:], scheduled apart
+    sch.strip_mine("k", {"k1": 8})           # k steps by 8; a new loop k1 walks the 8
+    sch.interchange(["j", "k", "i", "k1"])   # the loop order, outer to inner: every loop
+    sch.vectorize(["i1"])                    # SIMD on a loop: innermost, not a reduction
+    sch.unroll({"k1": 8})                    # copy the body; by the full trip count, no loop left
+    sch.parallelize(["j"])                   # share a loop's iterations among the cores
+    sch.split("i", {"i0": 0, "i1": 4})       # segments i[0:4] and i[4:], scheduled apart:
+    sch.interchange(["k", "i0", "i1"])       #   the root's order names the segments;
+    sch.interchange(["i", "j"], root="./i1")  #  inside one, its loop keeps the axis's name
 
 Read README.md in this folder first, then run: pytest katas/04_scheduling
 """
@@ -18,25 +21,29 @@ from typing import Any
 
 
 def schedule_interchange(sch: Any) -> None:
-    """Reorder the loops so that the innermost loop walks B and C with stride 1."""
+    """Order the loops so that the innermost one walks B and C with stride 1."""
     raise NotImplementedError
 
 
 def schedule_vectorize(sch: Any) -> None:
-    """Tile j by a multiple of the SIMD width, put the tile innermost and vectorize it."""
+    """Make the innermost loop a vectorized tile of j, a multiple of the SIMD lanes.
+
+    A tile comes from strip_mine, its place from interchange, SIMD from vectorize."""
     raise NotImplementedError
 
 
 def schedule_register_tile(sch: Any) -> None:
-    """An (i1, j1) tile of C kept in registers across the k loop: i1 unrolled, j1 vectorized."""
+    """Keep a tile of C (rows of i x a vector of j) in registers across the whole k loop.
+
+    Each row unrolled is an accumulator of its own; the tile must fit the vector registers."""
     raise NotImplementedError
 
 
 def schedule_split(sch: Any) -> None:
-    """J = 36: split j into a vectorized main part j[0:32] and a remainder j[32:36]."""
+    """J = 36 is not a multiple of the vector: a vectorized main part of j and a remainder."""
     raise NotImplementedError
 
 
 def schedule_parallel(sch: Any) -> None:
-    """A 128x256x512 matmul: parallelize the outermost loop over i (keep the fast inner tile)."""
+    """A 128x256x512 matmul: share the outermost loop among the cores, around a fast tile."""
     raise NotImplementedError

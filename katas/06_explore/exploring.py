@@ -16,7 +16,9 @@ from typing import Any
 
 
 def candidate_specs() -> list[tuple[str, dict]]:
-    """Your search space: at most 32 (name, spec) pairs, each spec for descript_scheduler."""
+    """Your search space: at most 32 (name, spec) pairs, each spec for descript_scheduler.
+
+    Specs as in kata 05, varying what you are unsure of; every one valid on this machine."""
     raise NotImplementedError
 
 
@@ -25,6 +27,9 @@ def explore(
 ) -> Iterator[tuple[int, int, str, float]]:
     """Compile and measure each spec lazily; yield (index, total, name, percent_of_peak).
 
-    A spec that fails to schedule, compile or run yields 0.0, and the search goes on.
+    Per spec: a scheduler from a fresh Backend(graph), the spec applied with
+    descript_scheduler (kata 05), then kata 03's compile and evaluate, each compile with
+    a dump_file of its own. A spec that fails to schedule, compile or run yields 0.0, and
+    the search goes on.
     """
     raise NotImplementedError

@@ -1,53 +1,63 @@
 """Kata 10: "How to optimize GEMM" (TVM's tutorial), replayed with XTC's primitives.
 
-The problem is a 512x512x512 float32 matmul: A, B and C are 1 MiB each, far more than
-L1 (32-48 KiB per core) and than L2 on most of the machines measured. Six steps, one
-function each; each step keeps the previous one and adds one technique, and its test
-races it against the step's reference and, for steps 2, 3 and 6, the previous step's
-reference, on your machine:
+The problem is a 512x512x512 float32 matmul C = A @ B (loops i, j, k; node "C"): A, B
+and C are 1 MiB each, far more than L1. Six steps, one function each; each step keeps
+the previous one and adds one technique (calling the previous function is fine):
 
-    1. gemm_blocking      32x32 blocks of C, k in steps of 4:
-                          sch.strip_mine("i", {"i1": 32}), ... ("j", {"j1": 32}), ("k", {"k1": 4})
-                          sch.interchange(["i", "j", "k", "k1", "i1", "j1"])
-    2. gemm_vectorize     + the innermost tile of j vectorized
-    3. gemm_permute       inside a block: a row of C, then k1, then the vector:
-                          ["i", "j", "k", "i1", "k1", "j1"]
-    4. gemm_pack          + B's panel copied to a packed buffer: sch.pack_at("j", 1)
-    5. gemm_write_cache   + C's block accumulated in a write buffer: sch.buffer_at("j"),
-                          and k1 unrolled: sch.unroll({"k1": 4})
-    6. gemm_parallel      + the outermost loop shared by the cores: sch.parallelize(["i"])
+    1. gemm_blocking      C computed one 32x32 block at a time, k walked in steps of 4
+    2. gemm_vectorize     the block's row computed with vector instructions
+    3. gemm_permute       a row of the block kept in registers while k's steps run
+    4. gemm_pack          the panel of B that a block reads copied to a buffer of its own
+    5. gemm_write_cache   the block accumulated in a buffer of its own; k's steps unrolled
+    6. gemm_parallel      the blocks shared by the cores
 
-XTC 0.3.2's MLIR backend records pack_at but does not compile it, and drops buffer_at
-unrecorded (the lesson): steps 4 and 5 change the kernel on TVM only.
+The primitives, shown on other axes and sizes (xtc/itf/schd/scheduler.py):
 
-Read README.md in this folder first, then run: pytest katas/10_gemm
+    sch.strip_mine("w", {"w1": 8})          # w steps by 8, w1 walks inside the tile
+    sch.interchange(["w", "v", "w1", "v1"]) # every loop, outermost first
+    sch.vectorize(["v1"]); sch.unroll({"w1": 8})
+    sch.pack_at("w", 0)                     # copy the part of input 0 read below w
+    sch.buffer_at("v")                      # accumulate the output written below v
+    sch.parallelize(["w"])
+
+The lesson (README.md in this folder) says why each step pays, or does not, and what XTC
+0.3.2's MLIR backend leaves out (pack_at and buffer_at change the kernel on TVM only).
+Then run: pytest katas/10_gemm
 """
 
 from typing import Any
 
 
 def gemm_blocking(sch: Any) -> None:
-    """Step 1: compute C in 32x32 blocks; the loops over blocks outermost, k in steps of 4."""
+    """Step 1: compute C in 32x32 blocks, k in steps of 4.
+
+    The loops over blocks come first, so that one block of C is finished before the next
+    starts; inside a block, TVM's tutorial order: the steps of k, the rows, the columns.
+    strip_mine makes the tiles, interchange orders every loop."""
     raise NotImplementedError
 
 
 def gemm_vectorize(sch: Any) -> None:
-    """Step 2: step 1, with the innermost tile of j vectorized."""
+    """Step 2: step 1, with the block's row (the innermost loop, a tile) computed by
+    vector instructions: vectorize names that tile, not the loop over blocks."""
     raise NotImplementedError
 
 
 def gemm_permute(sch: Any) -> None:
-    """Step 3: step 2, with the loops inside a block reordered: a row, then k1, then j1."""
+    """Step 3: step 2, with the loops inside a block reordered so that one row of the
+    block stays in registers while the steps of k run over it, the vector innermost."""
     raise NotImplementedError
 
 
 def gemm_pack(sch: Any) -> None:
-    """Step 4: step 3, with the panel of B that a block reads packed at the loop over j."""
+    """Step 4: step 3, with the panel of B that a block reads packed: copied once per
+    block, at a loop over blocks outside k (pack_at names the loop and the input)."""
     raise NotImplementedError
 
 
 def gemm_write_cache(sch: Any) -> None:
-    """Step 5: step 4, with C's block in a write buffer at the loop over j, and k1 unrolled."""
+    """Step 5: step 4, with C's block accumulated in a write buffer that holds one block
+    (buffer_at names the loop), and the steps of k unrolled."""
     raise NotImplementedError
 
 

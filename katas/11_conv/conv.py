@@ -1,7 +1,8 @@
 """Kata 11: a ResNet18 convolution as a scheduled 7-deep loop nest.
 
 XTC's conv2d takes an NHWC input and RSCF weights, gives an NHWF output, and pads
-nothing itself: padding is a pad2d node before it. Its loop nest is
+nothing itself: a layer's padding, when it has any, is a node of its own before it
+(pad2d, or XTC's general pad). Its loop nest is
 
     for b, h, w, f:            output pixel (h, w), output channel f   (parallel axes)
       for r, s, c:             kernel row, kernel column, input channel (reductions)
@@ -18,25 +19,30 @@ from typing import Any
 
 
 def conv_layer_graph(name: str, dtype: str = "float32") -> Any:
-    """The catalogue's conv2d layer `name` as an XTC graph: the unpadded input I, the
-    weights W, a pad2d node P for "same" padding ((r - 1) // 2), and the conv2d O.
+    """The catalogue's conv2d layer `name` as an XTC graph: the unpadded input image and
+    the weights as its inputs, a pad node for "same" padding ((r - 1) // 2) when that is
+    more than 0 (a pad of 0 is no node at all), then the conv2d, with its stride as a pair.
 
     h and w in the catalogue are the OUTPUT's size; XTC sizes the input h * SH + r - 1
-    rows once padded (w * SW + s - 1 columns), so I has that less 2 * pad."""
+    rows once padded (w * SW + s - 1 columns), so the image has that less 2 * pad."""
     raise NotImplementedError
 
 
 def conv_strategy(graph: Any) -> Any:
-    """An XTC strategy (xtc.search.strategies) over the conv's loop nest, for this machine."""
+    """An XTC strategy (xtc.search.strategies) over the conv's loop nest, for this machine:
+    built on `graph` with this machine's float32 lanes, on one thread, from a class whose
+    vector tile of f stays at least one vector wide."""
     raise NotImplementedError
 
 
 def schedule_conv(sch: Any) -> None:
     """A register tile of the output, w by f (f vectorized, w unrolled), inside the
-    reductions r, s, c."""
+    reductions r, s, c: kata 04's tile, with w in the role of i, f in that of j, and the
+    three reductions where k was (strip_mine, interchange, unroll, vectorize)."""
     raise NotImplementedError
 
 
 def schedule_conv_parallel(sch: Any) -> None:
-    """schedule_conv, with the output rows h shared by the cores."""
+    """schedule_conv, with the output rows h shared by the cores (parallelize), nothing
+    that repeats outside that loop."""
     raise NotImplementedError

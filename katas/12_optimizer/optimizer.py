@@ -33,7 +33,13 @@ def make_optimizer(
     """An optimizer of your design (a class in this file, subclassing Optimizer) that
     suggests exactly `batch` samples per call, the same ones for the same seed and the
     same observations, and finds better samples than random sampling by using what it
-    observed."""
+    observed.
+
+    What you have: sample_fn(num, seed), num distinct valid samples, free to draw;
+    observe(x, y), the only news of how samples did (higher is better); and a
+    random.Random(seed) for every random choice. RandomOptimizer uses the first and
+    ignores the second: README.md, "The idea", says what learning takes.
+    """
     raise NotImplementedError
 
 
