@@ -1,10 +1,10 @@
 """Kata 09 races a fused kernel against "itself unfused": that baseline must be the
 learner's own schedule minus its fusion, whatever the learner's code does.
 
-The learner's function runs once per judged kernel, on a recording `sch`
-(learner_schedules.recording_scheduler); the harness replays the record as made (the
-fused kernel) and without its fusion calls (the baseline), or, for a spec, drops the
-fusion annotations from the one dict it read. These tests replay the reference, then
+The learner's function runs once for both kernels, on a recording `sch`
+(schedule.recording); the harness replays the record as made (the fused kernel) and
+without its fusion calls (the baseline), or, for a spec, drops the fusion annotations from
+the one dict it read (kinds.schedules). These tests replay the reference, then
 hand the harness answers that try to spot the baseline's build and make it slow.
 `backend` is the plugin's fixture: MLIR and TVM.
 """
@@ -18,18 +18,18 @@ from typing import Any
 import pytest
 
 from xtc_katas.checks import speed_judge
-from xtc_katas.checks.learner_schedules import (
+from xtc_katas.checks.kinds import plain, schedules
+from xtc_katas.checks.learner import Learner
+from xtc_katas.checks.schedule import (
     FUSING,
-    apply_task,
-    apply_task_pair,
+    ScheduleMistake,
     fresh_scheduler,
     nest_signature,
-    plain,
-    recording_scheduler,
+    recording,
     without_fusion,
 )
-from xtc_katas.checks.schedule import ScheduleMistake
 from xtc_katas.checks.speed_rule import SpeedBelowBar
+from xtc_katas.checks.task_under_test import TaskUnderTest, reference_learner
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import FUSION
@@ -73,6 +73,12 @@ def same_nest(a: Any, b: Any) -> bool:
     return nest_signature(a) == nest_signature(b) and printed[0] == printed[1]
 
 
+def pair(module: Any, function: str, backend: KataBackend) -> tuple[Any, Any]:
+    """(fused, unfused) schedules the harness builds from ONE call of `function`."""
+    task = TaskUnderTest(KATA, KATA.task(function), Learner.wrapping(KATA, module), backend, None)
+    return schedules(task, twin=True)
+
+
 def learner(tmp_path: Path, source: str) -> Any:
     """A learner's katas/09_fusion/fusion.py, imported as the harness imports a stub."""
     stub = KATA.stub_path(tmp_path)
@@ -87,30 +93,20 @@ def learner(tmp_path: Path, source: str) -> Any:
 def test_the_replayed_reference_is_the_schedule_applied_directly(backend):
     solution = loader.load(KATA, solution=True)
 
-    (_, fused), (_, unfused) = apply_task_pair(KATA, solution, "schedule_fused", backend, FUSION)
+    (_, fused), (_, unfused) = pair(solution, "schedule_fused", backend)
     assert same_nest(fused, direct(solution.schedule_fused, backend))
     assert same_nest(unfused, direct(solution.schedule_fused, backend, unfused=True))
     assert nest_signature(fused) != nest_signature(unfused)
-    assert same_nest(apply_task(KATA, solution, "schedule_fused", backend, FUSION)[1], fused)
-    unfused_alone = apply_task(KATA, solution, "schedule_fused", backend, FUSION, unfused=True)[1]
-    assert same_nest(unfused_alone, unfused)
 
     spec = solution.fused_spec()
-    (_, fused), (_, unfused) = apply_task_pair(KATA, solution, "fused_spec", backend, FUSION)
+    (_, fused), (_, unfused) = pair(solution, "fused_spec", backend)
     assert same_nest(fused, direct_spec(spec, backend))
     assert same_nest(unfused, direct_spec(without_fusion(spec), backend))
 
 
-def test_sch_records_without_showing_the_scheduler(backend):
-    from xtc.itf.schd import Scheduler
-
+def test_sch_records_each_call_as_it_was_made(backend):
     _, real = fresh_scheduler(backend, FUSION)
-    sch, calls = recording_scheduler(real, "09_fusion › schedule_fused")
-    for name in ("_scheduler", "scheduler", "_sch", "calls"):
-        assert not hasattr(sch, name), name
-    with pytest.raises(TypeError):
-        vars(sch)
-    assert not any(isinstance(getattr(sch, n, None), Scheduler) for n in dir(sch))
+    sch, calls = recording(real, "09_fusion › schedule_fused")
     order = ["i", "k", "j"]
     sch.interchange(order)
     order.reverse()  # the record keeps the call as it was made
@@ -135,13 +131,10 @@ def schedule_fused(sch):
 """
 
 
-def test_sch_looks_the_same_whether_or_not_an_unfused_twin_is_built(tmp_path):
+def test_one_call_of_the_learners_function_builds_both_kernels(tmp_path):
     module = learner(tmp_path, SEEN_BY_THE_LEARNER)
-    backend = KataBackend("tvm")
-    apply_task(KATA, module, "schedule_fused", backend, FUSION)
-    apply_task_pair(KATA, module, "schedule_fused", backend, FUSION)
-    apply_task(KATA, module, "schedule_fused", backend, FUSION, unfused=True)
-    assert len(module.SEEN) == 3 and module.SEEN[0] == module.SEEN[1] == module.SEEN[2]
+    fused, unfused = pair(module, "schedule_fused", KataBackend("tvm"))
+    assert len(module.SEEN) == 1 and fused and unfused
 
 
 MISTAKE_IN_A_PRIMITIVE = """
@@ -154,7 +147,7 @@ def schedule_fused(sch):
 def test_an_error_in_a_primitive_still_points_at_the_learners_line(tmp_path, backend):
     module = learner(tmp_path, MISTAKE_IN_A_PRIMITIVE)
     with pytest.raises(TypeError) as info:
-        apply_task_pair(KATA, module, "schedule_fused", backend, FUSION)
+        pair(module, "schedule_fused", backend)
     frames = traceback.extract_tb(info.value.__traceback__)
     mine = [f for f in frames if f.filename == str(KATA.stub_path(tmp_path))]
     assert [f.line for f in mine] == ["sch.vectorize(3)  # the learner's mistake"]
@@ -171,7 +164,7 @@ def schedule_fused(sch):
 def test_a_returned_value_is_still_named(tmp_path):
     module = learner(tmp_path, RETURNS_A_VALUE)
     with pytest.raises(ScheduleMistake, match=r"^09_fusion › schedule_fused\(sch\) returned a"):
-        apply_task_pair(KATA, module, "schedule_fused", KataBackend("mlir"), FUSION)
+        pair(module, "schedule_fused", KataBackend("mlir"))
 
 
 # --- answers that game the baseline --------------------------------------------------------
@@ -243,26 +236,26 @@ def test_a_schedule_that_spots_the_baseline_is_raced_against_itself_unfused(
 ):
     module = learner(tmp_path, source)
 
-    (_, fused), (_, unfused) = apply_task_pair(KATA, module, "schedule_fused", backend, FUSION)
+    (_, fused), (_, unfused) = pair(module, "schedule_fused", backend)
     assert same_nest(fused, direct(poor_fused, backend))
     assert same_nest(unfused, direct(poor_fused, backend, unfused=True))
     if source is COUNTER_GAMER:
         assert len(module.CALLS) == 1  # one call for both kernels
         # its second call fuses nothing: no kernel to race against itself unfused
         with pytest.raises(ScheduleMistake, match=r"schedule_fused\(sch\): this schedule fuses"):
-            apply_task_pair(KATA, module, "schedule_fused", backend, FUSION)
+            pair(module, "schedule_fused", backend)
 
 
 def test_a_spec_that_changes_on_its_second_call_is_raced_against_itself_unfused(tmp_path, backend):
     module = learner(tmp_path, SPEC_GAMER)
 
-    (_, fused), (_, unfused) = apply_task_pair(KATA, module, "fused_spec", backend, FUSION)
+    (_, fused), (_, unfused) = pair(module, "fused_spec", backend)
     assert module.fused_spec.calls == 1
     spec = eval(POOR_FUSED_SPEC)
     assert same_nest(fused, direct_spec(spec, backend))
     assert same_nest(unfused, direct_spec(without_fusion(spec), backend))
     with pytest.raises(ScheduleMistake, match=r"fused_spec\(\): this schedule fuses nothing"):
-        apply_task_pair(KATA, module, "fused_spec", backend, FUSION)
+        pair(module, "fused_spec", backend)
 
 
 def test_a_spec_is_read_once_whatever_its_dict_class_says():
@@ -298,15 +291,21 @@ def test_a_fused_kernel_slower_than_itself_unfused_fails_on_the_figures(monkeypa
     seconds = {"learner_unfused": 1.0, "learner": 2.5, "reference_unfused": 1.0}
     seconds["reference"] = 1 / 0.95
 
-    def timed(modules, problem, settled=None):
+    def timed(modules, problem, **options):
         raced.update(modules)
         return planted({name: seconds[name] for name in modules})
 
-    monkeypatch.setattr(speed_judge, "compile_solution", lambda *a, unfused=False, **k: unfused)
+    def compiled_pair(task):
+        return ("fused", "twin") if task.learner == "learner" else (False, True)
+
+    monkeypatch.setattr(TaskUnderTest, "compiled_pair", compiled_pair)
     monkeypatch.setattr(speed_judge, "time_side_by_side", timed)
-    judge = speed_judge.SpeedJudge(KATA, KataBackend("tvm"), None, lambda: 1e11, lambda **f: None)
+    monkeypatch.setattr("xtc_katas.checks.task_under_test.reference_learner", lambda k: "ref")
+    task = TaskUnderTest(
+        KATA, KATA.task(function), "learner", KataBackend("tvm"), None, lambda: 1e11
+    )
     with pytest.raises(SpeedBelowBar) as failure:
-        judge(function, FUSION, learner="fused", learner_unfused="twin")
+        task.assert_speed()
     message = str(failure.value)
     assert f"09_fusion › {function}(): 0.4x the speed of the same schedule unfused" in message
     assert "below this run's bar of 0.665x: 0.7 of the reference's 0.95x" in message
@@ -353,9 +352,11 @@ def test_xtcs_mlir_tensor_path_allocates_the_whole_of_c_at_every_call_and_never_
     from xtc_katas.measure.isolation import run_isolated
     from xtc_katas.measure.workdir import Workdir
 
-    module = speed_judge.compile_solution(
-        Workdir(tmp_path), KATA, "fused_spec", KataBackend("mlir"), FUSION
+    reference = reference_learner(KATA)
+    task = TaskUnderTest(
+        KATA, KATA.task("fused_spec"), reference, KataBackend("mlir"), Workdir(tmp_path)
     )
+    module = task.compiled()
     faults, grown_kib = run_isolated(_faults_and_growth_per_call, module, 40)
     c_kib = FUSION.output_shape[0] * FUSION.output_shape[1] * 4 / 1024
     assert faults >= 0.9 * c_kib / 4, f"{faults:.0f} page faults per call"

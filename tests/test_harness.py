@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from xtc_katas.kata import failures, stubs
+from xtc_katas.kata import failures, problems, stubs
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import Conv2D, Matmul
 from xtc_katas.measure import numerics
@@ -75,9 +75,9 @@ def test_conv_reference_is_the_seven_loops(layer):
 def test_check_arrays_refuses_what_would_corrupt_a_kernel(bad, message):
     arrays = bad(*PROBLEM.inputs("random"))
     with pytest.raises(
-        numerics.KernelArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")
+        problems.KernelArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")
     ):
-        numerics.check_arrays(arrays, PROBLEM.input_shapes, PROBLEM.dtype)
+        problems.check_arrays(arrays, PROBLEM.input_shapes, PROBLEM.dtype)
 
 
 def test_workdir_never_reuses_a_dump_file(tmp_path):
@@ -154,7 +154,7 @@ def test_flakecheck_requires_every_margin_over_the_bar_of_its_run():
     # Each run sets its own bar: the margin is taken against that run's.
     tight = {"k::test_a[tvm]": [run(113, 66), run(50, 50 / (MARGIN - 0.05))]}
     assert summarize(tight)[2] == ["test_a[tvm]"]
-    numpy = {"k::test_b[1thread-tvm]": [{"failed": True, "speedup_vs_numpy": 1.0, "bar": 0.65}]}
+    numpy = {"k::test_b[1thread-tvm]": [{"failed": True, "speedup": 1.0, "bar": 0.65}]}
     assert summarize(numpy)[1:] == (1, [])
 
 

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from xtc_katas.checks.learner_schedules import fresh_scheduler
-from xtc_katas.kata import loader, progress
+from xtc_katas.checks.schedule import fresh_scheduler
+from xtc_katas.kata import loader, problems, progress
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import LARGE, TUTORIAL, Matmul
 from xtc_katas.measure import isolation, numerics
@@ -41,7 +41,7 @@ def test_a_crashing_kernel_fails_with_the_signal_and_the_process_lives(how, sign
     inputs = TUTORIAL.inputs()
     with pytest.raises(isolation.KernelCrashed, match=rf"crashed \({signal_name}\)"):
         numerics.run(CrashingModule(how), TUTORIAL, inputs)
-    assert numerics.check_arrays(inputs, TUTORIAL.input_shapes, TUTORIAL.dtype) is None
+    assert problems.check_arrays(inputs, TUTORIAL.input_shapes, TUTORIAL.dtype) is None
 
 
 def _evaluate_on_one_element_arrays(module):
@@ -188,13 +188,14 @@ def _threads_used(module, threads, backend_name):
 def test_kernels_raced_with_numpy_run_on_exactly_the_threads_asked(workdir, backend_name, threads):
     # Kata 08 races XTC and numpy on the same threads: the child that runs a kernel must
     # give TVM's pool (started there) and OpenMP (MLIR) exactly that many.
-    from xtc_katas.checks.learner_schedules import apply_task
+    from xtc_katas.checks.task_under_test import TaskUnderTest
 
     kata = find(4)
     solution = loader.load(kata, solution=True)
-    impl, scheduler = apply_task(
-        kata, solution, "schedule_parallel", KataBackend(backend_name), LARGE
-    )
+    backend = KataBackend(backend_name)
+    impl, scheduler = TaskUnderTest.of_module(
+        kata, "schedule_parallel", solution, backend, LARGE
+    ).scheduled()
     module = workdir.compile(impl, scheduler.schedule(), stem="parallel")
     used = isolation.run_isolated(_threads_used, module, threads, backend_name)
     expected = {threads} if backend_name == "mlir" else threads

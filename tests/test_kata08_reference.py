@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from xtc_katas.checks.learner_schedules import fresh_scheduler
-from xtc_katas.checks.schedule import check_schedule
+from xtc_katas.checks.schedule import check_schedule, fresh_scheduler
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import CHALLENGE

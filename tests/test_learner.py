@@ -1,22 +1,27 @@
-"""A learner's module that changes the judges fails, named, and the run goes on judged by the
-real harness (checks/integrity.py).
+"""The learner's module lives behind one process boundary (checks/learner.py): what it
+changes there changes no verdict, and what it sends back is plain data only.
 
-The attacks are a learner reviewer's, kept as they were written (Intel Xeon family 6 model
-167, XTC 0.3.2): each passed every test of its kata before the tripwire, without doing the
-task. Each is appended to its kata's stub in a copy of the repository, so its definitions
-replace the stub's, as a learner's edit would.
+The attacks are a learner reviewer's, kept as they were written: each passed every test of
+its kata when the learner's module ran in the judge's process, without doing the task.
+Each is appended to its kata's stub in a copy of the repository, so its definitions
+replace the stub's, as a learner's edit would; each now changes only the learner's own
+process, and fails as the stub it leaves would.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass
 
 import pytest
 
-from xtc_katas.checks import integrity, speed_rule
+from xtc_katas.checks import speed_rule
+from xtc_katas.checks.learner import Learner
+from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.manifest import find
+from xtc_katas.measure.isolation import KernelCrashed, NotPlainData
 from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 FUSED = """
@@ -48,19 +53,10 @@ class Attack:
     kata: int
     code: str
     select: str
-    changed: str  # what the failure must name
+    failure: str  # what the failure says: the answer's own fault
 
 
 ATTACKS = [
-    Attack(
-        "the speed rule's headroom",
-        9,
-        # the reviewer's `import xtc_katas.checks.speed_rule` is refused by name (loader.py,
-        # tests/test_loader.py); through sys.modules it reaches the module
-        'import sys\nsys.modules["xtc_katas" + ".checks.speed_rule"].HEADROOM = 0.01\n' + FUSED,
-        "fused",
-        "xtc_katas.checks.speed_rule.HEADROOM",
-    ),
     Attack(
         "the task fixture's judgements",
         9,
@@ -72,7 +68,7 @@ ATTACKS = [
         "def schedule_fused(sch): pass\n"
         'def fused_spec(): return {"i": {}, "j": {}, "k": {}}\n',
         "fused",
-        "xtc_katas.checks.task_under_test.TaskUnderTest.assert_computes",
+        "fuses nothing",
     ),
     Attack(
         "the optimizer race's verdict",
@@ -80,15 +76,15 @@ ATTACKS = [
         "import sys\n"
         'sys.modules["xtc_katas" + ".checks.optimizer_race"].OptimizerRace.verdict = '
         "lambda self: None\n" + RANDOM_SEARCH,
-        "make_optimizer and not exploration",
-        "xtc_katas.checks.optimizer_race.OptimizerRace.verdict",
+        "learns_and_beats",
+        "RandomOptimizer",
     ),
     Attack(
         "the race's secret",
         12,
         "import secrets as _secrets\n_secrets.randbits = lambda k: 0\n" + RANDOM_SEARCH,
-        "make_optimizer and not exploration",
-        "secrets.randbits",
+        "learns_and_beats",
+        "RandomOptimizer",
     ),
     Attack(
         "the module cache's store",
@@ -100,14 +96,14 @@ ATTACKS = [
         "    return _orig(key, graph, fresh_path, build)\n"
         "_mc.compile_cached = _poisoned\n",
         "gemm_write_cache",
-        "xtc_katas.measure.module_cache.compile_cached",
+        "gemm_write_cache() is not implemented yet",
     ),
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
-def test_a_module_that_changes_the_judges_fails_every_test_naming_the_change(tmp_path, attack):
+def test_a_module_that_changes_the_judges_fails_as_its_answer_does(tmp_path, attack):
     repo = copy_repository(tmp_path)
     stub = find(attack.kata).stub_path(repo)
     stub.write_text(stub.read_text() + "\n# ---- the learner's attempt ----\n" + attack.code)
@@ -124,21 +120,21 @@ def test_a_module_that_changes_the_judges_fails_every_test_naming_the_change(tmp
     )
     assert code == 1, out
     assert not re.search(r"\b\d+ passed\b", out), out
-    assert "your code changed the harness that judges it" in out, out
-    assert attack.changed in out, out
-    assert not list(cache.glob("*/*/module.so")), "a changed harness left cached kernels"
+    assert attack.failure in out, out
 
 
 @pytest.mark.slow
 @pytest.mark.perf  # kata 04's speed race runs in the copy
 def test_the_rest_of_the_run_is_judged_by_the_harness_as_it_was(tmp_path):
-    """Kata 09's module lowers the speed rule's headroom at import; kata 04's solved
-    register tile, tested after it in the same run, is raced against the real bar."""
+    """Kata 09's module lowers the speed rule's headroom at import (in its own process);
+    kata 04's solved register tile, tested after it in the same run, is raced against the
+    real bar."""
     repo = copy_repository(tmp_path)
     fusion = find(9).stub_path(repo)
-    fusion.write_text(fusion.read_text() + "\n" + ATTACKS[0].code)
+    headroom = 'import sys\nsys.modules["xtc_katas" + ".checks.speed_rule"].HEADROOM = 0.01\n'
+    fusion.write_text(fusion.read_text() + "\n" + headroom + FUSED)
     shutil.copyfile(find(4).solution_path(repo), find(4).stub_path(repo))
-    code, out = run_python(
+    _code, out = run_python(
         repo,
         "-m",
         "pytest",
@@ -150,8 +146,7 @@ def test_the_rest_of_the_run_is_judged_by_the_harness_as_it_was(tmp_path):
         "mlir",
         timeout=600,
     )
-    assert code == 1, out
-    assert "passed" in out and "xtc_katas.checks.speed_rule.HEADROOM" in out, out
+    assert "passed" in out, out
     figures = re.search(
         r"test_schedule_register_tile_keeps_up\S*\[mlir\]: speedup \S+, percent_of_peak \S+, "
         r"reference_speedup ([\d.]+), previous_speedup [\d.]+, cap ([\d.]+), bar ([\d.]+)",
@@ -162,17 +157,42 @@ def test_the_rest_of_the_run_is_judged_by_the_harness_as_it_was(tmp_path):
     assert bar >= 0.99 * min(cap, speed_rule.HEADROOM * reference), out
 
 
-def test_a_rebound_judge_is_named_and_put_back(monkeypatch):
-    monkeypatch.setattr(integrity, "_SNAPSHOT", [])
-    integrity.watch()
-    real = speed_rule.HEADROOM
+def test_what_the_learners_process_changes_stays_there():
+    with Learner(find(9), solution=True) as learner:
+        learner.run(_lower_headroom)
+        assert learner.run(_headroom) == 0.01
+    assert speed_rule.HEADROOM == 0.7
+
+
+def _lower_headroom(module):
     speed_rule.HEADROOM = 0.01
-    try:
-        with pytest.raises(integrity.HarnessChanged, match=r"speed_rule\.HEADROOM") as caught:
-            integrity.verify("09_fusion: importing fusion.py")
-    finally:
-        restored = speed_rule.HEADROOM
-        speed_rule.HEADROOM = real
-    assert restored == real
-    assert str(caught.value).startswith("09_fusion: importing fusion.py: your code changed")
-    integrity.verify("nothing changed since")  # no error once put back
+
+
+def _headroom(module):
+    return speed_rule.HEADROOM
+
+
+def _gives_back(module, what):
+    if what == "a class of its own":
+        return type("Mine", (), {})()
+    if what == "a function":
+        return print
+    if what == "sys.exit":
+        raise SystemExit(3)
+    os._exit(4)
+
+
+@pytest.mark.parametrize(
+    "what, refused, words",
+    [
+        ("a class of its own", NotPlainData, "not a class or function of your own"),
+        ("a function", NotPlainData, "builtins.print is not plain data"),
+        ("sys.exit", KataFailure, "called sys.exit(3)"),
+        ("os._exit", KernelCrashed, "crashed (exit code 4)"),
+    ],
+)
+def test_only_plain_data_comes_back_and_an_exit_is_named(what, refused, words):
+    with Learner(find(9), solution=True) as learner:
+        with pytest.raises(refused, match=re.escape(words)):
+            learner.run(_gives_back, what)
+        assert learner.run(_headroom) == 0.7, "the next call forks a new worker if needed"

@@ -1,7 +1,7 @@
-"""A learner's module that reads the reference or the harness's judges is refused.
-
-Learner review (issue 20): importing the reference solution, or kata 12's hidden cost
-model, passed every test: the tests then judged the reference or the judge itself.
+"""A learner's module that reads the reference is refused: the tests would judge the
+reference (learner review, issue 20). The harness is not off limits: the learner's module
+runs in a worker process of its own (checks/learner.py; tests/test_learner_boundary.py),
+where reading or changing it changes no verdict.
 """
 
 import os
@@ -14,18 +14,13 @@ from xtc_katas.kata.manifest import find
 READS = {
     "the reference, imported": "from solutions import x\n",
     "the reference, by path": "import runpy\nM = runpy.run_path('solutions/10_gemm/gemm.py')\n",
-    "the cost model of kata 12": "from xtc_katas.checks.optimizer_race import cost_model\n",
-    "a judge, by name": "import importlib\nimportlib.import_module('xtc_katas.checks.search')\n",
-    "the loader": "from xtc_katas.kata import loader\n",
-    # Learner review: a bar's constant, lowered at import, passed every test of kata 09.
-    "the speed rule": "import xtc_katas.checks.speed_rule as rule\nrule.HEADROOM = 0.01\n",
-    "the module cache": "from xtc_katas.measure import module_cache\n",
-    "the plugin, by name": "import importlib\nimportlib.import_module('xtc_katas.plugin')\n",
 }
 FINE = {
     "XTC and numpy": "import numpy as np\nfrom xtc.search.strategies import Strategy_PPRPRPvr\n",
     "the word in a docstring": '"""Several solutions exist; this is mine."""\n',
     "the harness's problems": "from xtc_katas.kata.problems import CHALLENGE\n",
+    "a judge, by name": "import importlib\nimportlib.import_module('xtc_katas.checks.search')\n",
+    "the speed rule": "import xtc_katas.checks.speed_rule as rule\nrule.HEADROOM = 0.01\n",
     "the harness's helpers, as kata 08's reference uses them": (
         "from xtc_katas.measure import timing\n"
         "from xtc_katas.measure.workdir import Workdir\n"

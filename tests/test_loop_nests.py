@@ -11,7 +11,7 @@ from xtc_katas.measure.backends import KataBackend
 
 
 def nest(problem, *steps, backend="mlir"):
-    from xtc_katas.checks.learner_schedules import fresh_scheduler
+    from xtc_katas.checks.schedule import fresh_scheduler
 
     _, sch = fresh_scheduler(KataBackend(backend), problem)
     for name, *args in steps:
@@ -163,14 +163,15 @@ def test_the_previous_tasks_reference_fails_this_tasks_shape_check(kata, task):
     # Where speed cannot tell a task's technique from the previous one on some machine
     # (speed_rule.py), the shape check must: the previous reference, handed in for this
     # task, is rejected on every machine.
-    from xtc_katas.checks.learner_schedules import apply_task
+    from xtc_katas.checks.task_under_test import TaskUnderTest
     from xtc_katas.kata import loader
     from xtc_katas.kata.problems import PROBLEMS
 
     owner, previous = kata.solution_of(task.previous)
     solution = loader.load(owner, solution=True)
     problem = PROBLEMS[task.problem]
-    _, scheduler = apply_task(owner, solution, previous, KataBackend("mlir"), problem)
+    built = TaskUnderTest.of_module(owner, previous, solution, KataBackend("mlir"), problem)
+    _, scheduler = built.scheduled()
     mistakes = loop_nests.shape_mistakes(task.shape, scheduler.get_loop_nest(), problem, "mlir")
     assert mistakes, f"{previous} passes {task.function}'s shape {list(task.shape)}"
 

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from xtc_katas.checks import search as search_checks
-from xtc_katas.checks.learner_schedules import apply_large, apply_schedule, schedule_spec
+from xtc_katas.checks.schedule import schedule_spec
+from xtc_katas.checks.task_under_test import TaskUnderTest
+from xtc_katas.kata import problems
 from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import SPLIT, TUTORIAL
@@ -84,7 +86,9 @@ def test_schedule_mistakes_name_the_loop_and_the_fix(mistake, backend):
     body, expected = SCHEDULE_MISTAKES[mistake]
     problem = SPLIT if "split" in mistake else TUTORIAL
     with pytest.raises(KataFailure) as info:
-        apply_schedule(KATA_04, Learner(body), "schedule_vectorize", backend, problem)
+        TaskUnderTest.of_module(
+            KATA_04, "schedule_vectorize", Learner(body), backend, problem
+        ).scheduled()
     message = str(info.value)
     assert message.startswith("04_scheduling › schedule_vectorize"), message
     for fragment in expected:
@@ -102,7 +106,9 @@ class LargeLearner:
 
 def test_a_schedule_large_that_returns_the_scheduler_is_named(backend):
     with pytest.raises(KataFailure) as info:
-        apply_large(find(8), LargeLearner, "schedule_large", backend, TUTORIAL, threads=1)
+        TaskUnderTest.of_module(
+            find(8), "schedule_large", LargeLearner, backend, TUTORIAL, threads=1
+        ).scheduled()
     message = str(info.value)
     assert message.startswith("08_large_matmul › schedule_large(sch, threads) returned a")
     assert "return None" in message
@@ -128,7 +134,7 @@ def test_spec_mistakes_show_xtc_message_the_spec_and_the_syntax(mistake):
     spec, key = SPEC_MISTAKES[mistake]
     problem = SPLIT if "segment" in mistake else TUTORIAL
     with pytest.raises(KataFailure) as info:
-        schedule_spec(find(5), spec, "split_spec()", KataBackend("mlir"), problem)
+        schedule_spec("05_descript", spec, "split_spec()", KataBackend("mlir"), problem)
     message = str(info.value)
     assert message.startswith("05_descript › split_spec():"), message
     assert repr(spec) in message or "the schedule has mistakes" in message, message
@@ -147,7 +153,7 @@ def test_spec_mistakes_show_xtc_message_the_spec_and_the_syntax(mistake):
 )
 def test_wrong_arrays_are_refused_before_any_kernel_runs(array, expected):
     inputs = [array, np.zeros((512, 32), np.float32)]
-    with pytest.raises(numerics.KernelArgumentError, match="array 0") as info:
+    with pytest.raises(problems.KernelArgumentError, match="array 0") as info:
         numerics.run(object(), TUTORIAL, inputs)  # never reaches the (absent) kernel
     assert expected in str(info.value)
 

@@ -14,6 +14,8 @@ import pytest
 
 from xtc_katas import ROOT
 from xtc_katas.checks import speed_judge
+from xtc_katas.checks.learner import Learner
+from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import TUTORIAL
 from xtc_katas.measure import backends, machine, module_cache, numerics
@@ -49,8 +51,16 @@ class Compiles:
         monkeypatch.setattr(workdir, "_compile", counted)
 
 
+def reference_task(workdir, backend):
+    """The reference of FUNCTION, loaded afresh (an edited solution is read again)."""
+    learner = Learner(KATA, solution=True, local=True)
+    return TaskUnderTest(KATA, KATA.task(FUNCTION), learner, backend, workdir, problem=TUTORIAL)
+
+
 def reference(workdir, backend):
-    return speed_judge.compile_solution(workdir, KATA, FUNCTION, backend, TUTORIAL)
+    """The reference compiled as a race compiles it, not memoized for the session."""
+    task = reference_task(workdir, backend)
+    return task.compile(task.scheduled(), FUNCTION)
 
 
 def test_a_hit_skips_the_compile_and_loads_a_fresh_file_that_computes(
@@ -60,7 +70,7 @@ def test_a_hit_skips_the_compile_and_loads_a_fresh_file_that_computes(
     compiles = Compiles(workdir, monkeypatch)
     first = reference(workdir, backend)
     second = reference(workdir, backend)
-    naive = [speed_judge.compile_naive(workdir, backend, TUTORIAL) for _ in range(2)]
+    naive = [speed_judge.compile_naive(reference_task(workdir, backend)) for _ in range(2)]
     assert compiles.count == 2  # the reference once, naive once
     paths = {m.file_name for m in (first, second, *naive)}
     assert len(paths) == 4 and all(Path(p).parent == tmp_path for p in paths)
@@ -98,7 +108,7 @@ def test_another_xtc_cpu_isa_or_harness_misses(cache, tmp_path, monkeypatch, cha
     elif change == "ISA":
         monkeypatch.setattr(machine, "emulated_isa", lambda: "avx2")
     else:
-        path = cache / "xtc_katas" / "checks" / "learner_schedules.py"
+        path = cache / "xtc_katas" / "checks" / "kinds.py"
         path.write_text(path.read_text() + "\n# edited\n")
     try:
         reference(workdir, backend)

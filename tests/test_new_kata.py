@@ -1,14 +1,11 @@
 """Adding a kata needs no harness change: CONTRIBUTING.md's recipe, followed in a copy.
 
-Two throw-away katas are written from files and manifest entries alone. NN_demo (the next
+A throw-away kata is written from files and a manifest entry alone. NN_demo (the next
 free number) has two tasks of the harness's kinds: a matmul schedule and a register tile
-of a convolution, each with its problem and shape checks named in the manifest. The next
-one, NN_sizes, has a task of a kind of its own, on the convolution: its learner names the
-register tile's sizes, and a TaskKind subclass in the kata's folder, declared by the
-manifest's `kinds`, builds the schedule from them. Then, as CI does: the lint accepts
-both, their tests fail on the stub with the stub's message, pass on the solution (the
-speed races included), the learner's status table lists them, and `xtc-katas show` finds
-every schedule by its kind.
+of a convolution, each with its problem and shape checks named in the manifest. Then, as
+CI does: the lint accepts it, its tests fail on the stub with the stub's message, pass on
+the solution (the speed races included), the learner's status table lists it, and
+`xtc-katas show` finds every schedule by its kind.
 """
 
 import textwrap
@@ -22,7 +19,6 @@ pytestmark = pytest.mark.slow  # every test reads the module's repository copy
 
 NUMBER = len(katas()) + 1
 DEMO = f"{NUMBER:02d}_demo"
-SIZES = f"{NUMBER + 1:02d}_sizes"
 
 
 def filled(text: str, kata: str = DEMO) -> str:
@@ -128,100 +124,8 @@ def test_tile_conv_demo_keeps_up_with_its_reference(task):
 '''
 
 
-#: The second kata: one task of a kind the kata declares itself (`kinds`), whose class is
-#: in the kata's folder (TILE_KIND).
-SIZES_ENTRY = """
-[[kata]]
-id = "{id}"
-title = "Sizes: a kind of task added from files alone"
-module = "sizes"
-kinds = { tile_sizes = "tile_kind.TileSizesKind" }
-
-  [[kata.task]]
-  function = "conv_tile_sizes"
-  hints = ["{\\"w\\": 4, \\"f\\": 16}: four columns of 16 channels, in registers."]
-  kind = "tile_sizes"
-  shape = ["register_tile"]
-  cap = { mlir = 35, tvm = 35 }
-  problem = "resnet18_02_rows8"
-"""
-
-TILE_KIND = '''
-"""Kata {number}'s own kind of task: the learner names a register tile's sizes, the
-harness builds the tile (declared in katas/manifest.toml's `kinds`)."""
-
-from xtc_katas.checks.learner_schedules import TaskKind, fresh_scheduler
-from xtc_katas.checks.schedule import ScheduleMistake, check_schedule
-
-
-class TileSizesKind(TaskKind):
-    """f(): returns the register tile's sizes, {row axis: rows, vector axis: lanes}; the
-    harness builds that tile inside the reductions, rows unrolled, the vector innermost."""
-
-    shown = raced = builds = True
-
-    def schedule(self, kata, module, function, backend, problem, unfused=False, threads=1):
-        rows, vector = problem.tile_axes[0], problem.vector_axis
-        sizes = getattr(module, function)()
-        if not isinstance(sizes, dict) or set(sizes) != {rows, vector}:
-            raise ScheduleMistake(
-                f"{kata.id} › {function}() returned {sizes!r}: return the tile's sizes, "
-                f"{{{rows!r}: rows, {vector!r}: lanes}}"
-            )
-        impl, sch = fresh_scheduler(backend, problem)
-        sch.strip_mine(rows, {f"{rows}1": sizes[rows]})
-        sch.strip_mine(vector, {f"{vector}1": sizes[vector]})
-        outer = [dim for dim in problem.dims if dim not in problem.reduction_axes]
-        sch.interchange([*outer, *problem.reduction_axes, f"{rows}1", f"{vector}1"])
-        sch.unroll({f"{rows}1": sizes[rows]})
-        sch.vectorize([f"{vector}1"])
-        check_schedule(sch, kata.id, function, problem)
-        return impl, sch
-'''
-
-SIZES_STUB = '''
-"""Kata {number} (sizes): name a register tile of the conv's output."""
-
-
-def conv_tile_sizes() -> dict:
-    """The register tile's sizes: {"w": columns, "f": channels}."""
-    raise NotImplementedError
-'''
-
-SIZES_SOLUTION = '''
-"""Kata {number} (sizes), reference solution."""
-
-
-def conv_tile_sizes() -> dict:
-    """The register tile's sizes: {"w": columns, "f": channels}."""
-    return {"w": 4, "f": 16}
-'''
-
-SIZES_TESTS = '''
-"""Tests of kata {number} (sizes): a kind of its own, judged as every task is."""
-
-import pytest
-
-
-@pytest.mark.task("conv_tile_sizes")
-def test_conv_tile_sizes_computes_the_layer(task):
-    task.assert_computes()
-
-
-@pytest.mark.task("conv_tile_sizes")
-def test_conv_tile_sizes_has_a_register_tile(task):
-    task.assert_shape()
-
-
-@pytest.mark.perf
-@pytest.mark.task("conv_tile_sizes")
-def test_conv_tile_sizes_keeps_up_with_its_reference(task):
-    task.assert_speed()
-'''
-
-
-def write_kata(repo, kata, module, entry, stub, solution, tests, **more):
-    """A kata from its manifest entry and files alone; `more`: other files of its folder."""
+def write_kata(repo, kata, module, entry, stub, solution, tests):
+    """A kata from its manifest entry and files alone."""
     with (repo / "katas" / "manifest.toml").open("a") as manifest:
         manifest.write("\n" + filled(entry, kata))
     for side, source in (("katas", stub), ("solutions", solution)):
@@ -231,73 +135,49 @@ def write_kata(repo, kata, module, entry, stub, solution, tests, **more):
     folder = repo / "katas" / kata
     (folder / "README.md").write_text(f"# Kata {kata}\n")
     (folder / f"test_{module}.py").write_text(filled(tests, kata))
-    for name, source in more.items():
-        (folder / name).write_text(filled(source, kata))
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     repo = copy_repository(tmp_path_factory.mktemp("new-kata"))
     write_kata(repo, DEMO, "demo", MANIFEST_ENTRY, STUB, SOLUTION, TESTS)
-    write_kata(
-        repo,
-        SIZES,
-        "sizes",
-        SIZES_ENTRY,
-        SIZES_STUB,
-        SIZES_SOLUTION,
-        SIZES_TESTS,
-        **{"tile_kind.py": TILE_KIND},
-    )
     return repo
 
 
-def test_the_lint_accepts_the_new_katas(repo):
-    selected = f"{DEMO} or {SIZES} or order or registry"
+def test_the_lint_accepts_the_new_kata(repo):
+    selected = f"{DEMO} or order or registry"
     code, out = run_pytest(repo, "-q", "tests/test_manifest.py", "-k", selected)
     assert code == 0, out
 
 
-def test_the_new_katas_fail_on_their_stubs_with_the_stubs_message(repo):
-    folders = (f"katas/{DEMO}", f"katas/{SIZES}")
-    code, out = run_pytest(repo, *folders, "--backend", "mlir", "-m", "not perf")
+def test_the_new_kata_fails_on_its_stub_with_the_stubs_message(repo):
+    folder = f"katas/{DEMO}"
+    code, out = run_pytest(repo, folder, "--backend", "mlir", "-m", "not perf")
     assert code == 1
     assert f"{DEMO} › schedule_demo() is not implemented yet." in out
     assert f"{DEMO} › tile_conv_demo() is not implemented yet." in out
-    assert f"{SIZES} › conv_tile_sizes() is not implemented yet." in out
-    code, out = run_pytest(repo, *folders, "--check-stubs", "--backend", "mlir")
+    code, out = run_pytest(repo, folder, "--check-stubs", "--backend", "mlir")
     assert code == 0, out
 
 
-def test_the_new_kind_passes_on_its_solution(repo):
-    code, out = run_pytest(
-        repo, f"katas/{SIZES}", "--solutions", "--backend", "mlir", "-m", "not perf"
-    )
+@pytest.mark.perf  # the new kata's speed races run in the copy
+def test_the_new_kata_passes_on_its_solution_speed_race_included(repo):
+    code, out = run_pytest(repo, f"katas/{DEMO}", "--solutions", "--backend", "mlir")
     assert code == 0, out
-    assert "2 passed" in out, out
-
-
-@pytest.mark.perf  # the new katas' speed races run in the copy
-def test_the_new_katas_pass_on_their_solution_speed_race_included(repo):
-    code, out = run_pytest(
-        repo, f"katas/{DEMO}", f"katas/{SIZES}", "--solutions", "--backend", "mlir"
-    )
-    assert code == 0, out
-    assert "9 passed" in out
-    for function in ("schedule_demo", "tile_conv_demo", "conv_tile_sizes"):
+    assert "6 passed" in out
+    for function in ("schedule_demo", "tile_conv_demo"):
         assert f"test_{function}_keeps_up_with_its_reference[mlir]: speedup" in out, out
 
 
-def test_the_status_table_lists_the_new_katas(repo):
+def test_the_status_table_lists_the_new_kata(repo):
     code, out = run_python(repo, "-m", "xtc_katas", "status", "--no-run")
     assert code == 0, out
     assert DEMO in out and "Demo: a kata added from files alone" in out
-    assert SIZES in out and "Sizes: a kind of task added from files alone" in out
 
 
 @pytest.mark.parametrize(
     "kata, function",
-    [(DEMO, "schedule_demo"), (DEMO, "tile_conv_demo"), (SIZES, "conv_tile_sizes")],
+    [(DEMO, "schedule_demo"), (DEMO, "tile_conv_demo")],
 )
 def test_show_finds_the_new_katas_schedules_by_their_kind(repo, kata, function):
     number = kata.split("_")[0]

@@ -90,11 +90,22 @@ def test_a_lock_taken_in_one_thread_is_released_in_another_and_waiters_get_it(
 ) -> None:
     first = RunLock("the notebook", root)
     first.acquire()
-    releaser = threading.Thread(target=lambda: (time.sleep(0.3), first.release()))
+    with pytest.raises(RunBusy):  # held: a run that does not wait is refused
+        RunLock("xtc-katas run", root).acquire()
+    releasing = threading.Event()
+
+    def release_later() -> None:  # the notebook's reader thread, at its run's end
+        time.sleep(0.3)
+        releasing.set()
+        first.release()
+
+    releaser = threading.Thread(target=release_later)
     releaser.start()
     with run_lock("xtc-katas watch", root, wait=10):
-        pass
+        assert releasing.is_set(), "the waiter got the lock while the notebook held it"
+        assert holder(root).startswith("xtc-katas watch, pid ")
     releaser.join()
+    assert holder(root) == ""
 
 
 def test_a_runs_verdicts_come_from_junit_and_the_progress_record(root: Path) -> None:

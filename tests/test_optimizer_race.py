@@ -26,6 +26,7 @@ from xtc.itf.search.optimizer import Optimizer
 
 from xtc_katas import ROOT
 from xtc_katas.checks import optimizer_race as race
+from xtc_katas.checks.learner import Learner
 from xtc_katas.kata import loader
 from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.manifest import find
@@ -50,9 +51,9 @@ def solution() -> ModuleType:
 def judge(test: str, *args: object, **answer: object) -> str | None:
     """Run one kata test on `answer` (make_optimizer= or search=): None if it passes,
     else its failure message."""
-    kata = SimpleNamespace(**answer)
+    learner = Learner.wrapping(find(12), SimpleNamespace(**answer))
     try:
-        getattr(kata_tests(), test)(kata, *args)
+        getattr(kata_tests(), test)(learner, *args)
     except KataFailure as failure:
         return str(failure)
     return None

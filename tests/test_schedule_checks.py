@@ -175,7 +175,7 @@ def test_a_tile_left_out_of_the_interchange_says_add_it_not_vectorize_j(sch):
 
 @pytest.mark.parametrize(("kind", "loop"), [("parallelize", "r"), ("vectorize", "c")])
 def test_a_convs_reductions_r_s_c_are_known_as_reductions(kind, loop):
-    from xtc_katas.checks.learner_schedules import fresh_scheduler
+    from xtc_katas.checks.schedule import fresh_scheduler
     from xtc_katas.kata.problems import RESNET18_02
 
     _, conv = fresh_scheduler(KataBackend("mlir"), RESNET18_02)

@@ -1,18 +1,21 @@
-"""SpeedJudge re-races a near miss and fails a slow kernel at once, and stops a race
+"""The speed judge re-races a near miss and fails a slow kernel at once, and stops a race
 early only where its verdict is settled (speed_judge.py)."""
 
 import contextlib
+import dataclasses
 import itertools
 import os
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xtc_katas.checks import speed_judge
 from xtc_katas.checks.speed_rule import SpeedBelowBar, Speedups, step_pays
+from xtc_katas.checks.task_under_test import TaskUnderTest, reference_learner
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import TUTORIAL
 from xtc_katas.measure import timing
@@ -20,44 +23,54 @@ from xtc_katas.measure.backends import KataBackend
 
 
 class Typical:
+    @property
+    def rounds(self):
+        return {"naive": [], "learner": [], "reference": []}
+
     def typical(self, name):
         return 1e-5
 
 
+def judged(function, peak=lambda: 5e10, record=lambda **figures: None):
+    """Kata 04's task `function` on TVM, for a judge whose races are planted."""
+    kata = find(4)
+    return TaskUnderTest(kata, kata.task(function), None, KataBackend("tvm"), None, peak, record)
+
+
 def check(monkeypatch, learner_readings):
-    """A SpeedJudge whose races read `learner_readings` in turn (reference 50x); returns
-    (the check, how many races ran, what it recorded)."""
+    """A task whose races read `learner_readings` in turn (reference 50x); returns (the
+    task, how many races ran, what it recorded)."""
     races = iter(Speedups(learner=x, reference=50.0) for x in learner_readings)
     timed = []
-    monkeypatch.setattr(speed_judge, "race_kernels", lambda *a, **k: ({}, lambda t: next(races)))
+    monkeypatch.setattr(speed_judge, "kernels", lambda *a: {})
+    monkeypatch.setattr(speed_judge, "speedups", lambda t: next(races))
     monkeypatch.setattr(
         speed_judge,
         "time_side_by_side",
-        lambda modules, problem, settled: timed.append(1) or Typical(),  # early stop given
+        lambda modules, problem, settled, **k: timed.append(1) or Typical(),  # early stop given
     )
     recorded = {}
-    judge = speed_judge.SpeedJudge(find(4), KataBackend("tvm"), None, lambda: 5e10, recorded.update)
-    return judge, timed, recorded
+    return judged("schedule_register_tile", record=recorded.update), timed, recorded
 
 
 def test_a_near_miss_is_raced_again_and_passes_when_one_race_clears_the_bar(monkeypatch):
     # bar: min(cap 38, 0.7 x 50 = 35) = 35. A copy of the reference read 0.6x of it once.
-    judge, timed, recorded = check(monkeypatch, [21.0, 40.0, 99.0])
-    judge("schedule_register_tile", TUTORIAL, learner=None)
+    task, timed, recorded = check(monkeypatch, [21.0, 40.0, 99.0])
+    task.assert_speed()
     assert len(timed) == 2 and recorded["races"] == 2 and recorded["speedup"] == 40.0
 
 
 def test_a_slow_kernel_fails_after_one_race(monkeypatch):
-    judge, timed, _ = check(monkeypatch, [10.0, 40.0])
+    task, timed, _ = check(monkeypatch, [10.0, 40.0])
     with pytest.raises(SpeedBelowBar):
-        judge("schedule_register_tile", TUTORIAL, learner=None)
+        task.assert_speed()
     assert len(timed) == 1
 
 
 def test_three_near_misses_fail_and_the_message_lists_them(monkeypatch):
-    judge, timed, _ = check(monkeypatch, [30.0, 31.0, 29.0, 40.0])
+    task, timed, _ = check(monkeypatch, [30.0, 31.0, 29.0, 40.0])
     with pytest.raises(SpeedBelowBar, match="yours in 3 races: 30x, 31x, 29x"):
-        judge("schedule_register_tile", TUTORIAL, learner=None)
+        task.assert_speed()
     assert len(timed) == speed_judge.RACES
 
 
@@ -74,13 +87,8 @@ def test_a_slow_kernel_is_not_advised_about_the_other_backend():
 # --- a race stops early only where its verdict is settled ----------------------------------
 
 
-def read_race(t) -> Speedups:
-    """How SpeedJudge reads a race with a previous step (race_kernels)."""
-    return speed_judge.read_over_naive(t, previous=True)
-
-
 def outcome(race: Speedups, cap) -> tuple[int, bool]:
-    """What SpeedJudge does with a race: pass (2), race again (1), fail (0); the note."""
+    """What the judge does with a race: pass (2), race again (1), fail (0); the note."""
     value = speed_judge.bar(race, cap).value
     standing = 2 if race.learner >= value else 1 if race.learner >= 0.5 * value else 0
     return standing, step_pays(race)
@@ -109,13 +117,14 @@ def test_a_race_settled_early_gets_the_verdict_of_all_its_rounds(
     naive, learner, reference, previous, cap
 ):
     rounds = {"naive": naive, "learner": learner, "reference": reference, "previous": previous}
-    assert_settled_races_keep_their_verdict(rounds, read_race, cap)
+    assert_settled_races_keep_their_verdict(rounds, cap)
 
 
-def assert_settled_races_keep_their_verdict(rounds, read, cap):
+def assert_settled_races_keep_their_verdict(rounds, cap):
     """Every prefix of `rounds` that `settled` calls settled reads the full race's outcome."""
+    read = speed_judge.speedups
     full = timing.Timings(rounds=rounds, planned=timing.ROUNDS)
-    settled = speed_judge.settled(read, cap)
+    settled = speed_judge.settled(cap)
     for done in range(timing.MIN_ROUNDS, timing.ROUNDS):
         early = timing.Timings(
             rounds={name: times[:done] for name, times in rounds.items()}, planned=timing.ROUNDS
@@ -141,7 +150,7 @@ def test_a_race_against_unfused_twins_settled_early_gets_the_verdict_of_all_its_
         "reference_unfused": reference_unfused,
         "reference": reference,
     }
-    assert_settled_races_keep_their_verdict(rounds, speed_judge.read_over_unfused, cap)
+    assert_settled_races_keep_their_verdict(rounds, cap)
 
 
 class Kernel:
@@ -184,7 +193,7 @@ def test_a_race_stops_once_settled_and_not_before(learner_s, rounds):
         2,
         1e-4,
         None,
-        speed_judge.settled(speed_judge.read_over_naive, None),
+        speed_judge.settled(None),
     )
     assert len(timings.rounds["learner"]) == rounds
     assert statistics.median(timings.rounds["naive"]) == 0.1
@@ -442,9 +451,9 @@ def test_a_real_parallel_tvm_race_runs_again_with_sleeping_workers_a_sequential_
     kata = find(10)
     problem = PROBLEMS[kata.task(function).problem]
     monkeypatch.delenv(timing.TVM_SPIN_ENV, raising=False)  # only ever set in children
-    reference = speed_judge.compile_solution(
-        Workdir(tmp_path), kata, function, KataBackend("tvm"), problem
-    )
+    reference = TaskUnderTest(
+        kata, kata.task(function), reference_learner(kata), KataBackend("tvm"), Workdir(tmp_path)
+    ).compiled()
     answers = []
     real = timing.run_isolated
 
@@ -509,11 +518,8 @@ def test_a_kernel_faster_than_the_peak_has_the_peak_probed_again(monkeypatch):
     # The first probe read low (20 GFMA/s, as under a CPU hog); the race's reference ran
     # at 24: the peak is probed again before any figure is shown, and every figure of the
     # message divides by the same, higher peak.
-    monkeypatch.setattr(
-        speed_judge,
-        "race_kernels",
-        lambda *a, **k: ({}, lambda t: Speedups(learner=40.0, reference=50.0)),
-    )
+    monkeypatch.setattr(speed_judge, "kernels", lambda *a: {})
+    monkeypatch.setattr(speed_judge, "speedups", lambda t: Speedups(learner=40.0, reference=50.0))
     seconds = {"learner": TUTORIAL.fmas / 20e9, "reference": TUTORIAL.fmas / 24e9}
     timings = timing.Timings(rounds={name: [s] for name, s in seconds.items()})
     monkeypatch.setattr(speed_judge, "time_side_by_side", lambda *a, **k: timings)
@@ -525,8 +531,115 @@ def test_a_kernel_faster_than_the_peak_has_the_peak_probed_again(monkeypatch):
         return True
 
     recorded = {}
-    judge = speed_judge.SpeedJudge(
-        find(4), KataBackend("tvm"), None, lambda: current[0], recorded.update, reprobe
-    )
-    judge("schedule_interchange", TUTORIAL, object())
+    task = judged("schedule_interchange", lambda: current[0], recorded.update)
+    dataclasses.replace(task, reprobe=reprobe).assert_speed()
     assert recorded["percent_of_peak"] == pytest.approx(80.0)  # 20 of 25, not 100 of 20
+
+
+# --- kata 08: numpy is the race's baseline ---------------------------------------------
+
+#: numpy's time per call, every call: the yardstick of kata 08's race.
+NUMPY_S = 0.010
+
+
+def against_numpy(monkeypatch, learner_s, reference_s, backend="tvm"):
+    """The verdict of kata 08's race when numpy takes NUMPY_S, the reference
+    `reference_s` and the learner's kernel `learner_s` per call, in every round (planted:
+    no kernel runs, nothing is timed); and what the test recorded."""
+    kata = find(8)
+    seconds = {"numpy": NUMPY_S, "learner": learner_s, "reference": reference_s}
+    raced = {}
+
+    def timed(modules, problem, **options):
+        raced.update(modules, threads=options["threads"])
+        return timing.Timings(rounds={name: [seconds[name]] * 5 for name in modules}, planned=5)
+
+    monkeypatch.setattr(TaskUnderTest, "compiled", lambda task: task.learner)
+    monkeypatch.setattr("xtc_katas.checks.task_under_test.reference_learner", lambda k: "ref")
+    monkeypatch.setattr(speed_judge, "time_side_by_side", timed)
+    recorded = {}
+    task = TaskUnderTest(
+        kata,
+        kata.task("schedule_large"),
+        "learner",
+        KataBackend(backend),
+        None,
+        lambda: 1e11,
+        recorded.update,
+        problem=TUTORIAL,
+    )
+    bar = task.on_threads(1).assert_speed()
+    return bar, recorded, raced
+
+
+def test_numpy_is_a_kernel_of_the_race_on_the_tasks_threads(monkeypatch):
+    bar, recorded, raced = against_numpy(monkeypatch, learner_s=NUMPY_S, reference_s=NUMPY_S)
+    assert isinstance(raced.pop("numpy"), timing.NumpyKernel)
+    assert raced == {"learner": "learner", "reference": "ref", "threads": 1}
+    assert recorded["speedup"] == pytest.approx(1.0) and recorded["over"] == "numpy"
+    assert recorded["tier"].startswith("gold")
+    assert bar.value == pytest.approx(find(8).cap("schedule_large", "tvm"))
+
+
+def test_the_learner_is_read_against_the_reference_round_by_round_against_numpy(monkeypatch):
+    # The reference at 0.8x numpy, the learner at 0.75 of the reference's speed: 0.6x,
+    # above the bar of 0.7 x 0.8 = 0.56x.
+    bar, recorded, _ = against_numpy(monkeypatch, NUMPY_S / 0.6, NUMPY_S / 0.8)
+    assert recorded["reference_speedup"] == pytest.approx(0.8)
+    assert recorded["speedup"] == pytest.approx(0.6)
+    assert bar.value == pytest.approx(0.56)
+    assert recorded["tier"] == "bronze"
+
+
+def test_a_kernel_below_numpys_bar_fails_with_the_figures_and_the_next_step(monkeypatch):
+    cap = find(8).cap("schedule_large", "tvm")
+    with pytest.raises(SpeedBelowBar) as failure:
+        against_numpy(monkeypatch, learner_s=NUMPY_S / (0.5 * cap), reference_s=NUMPY_S)
+    message = str(failure.value)
+    assert "08_large_matmul › schedule_large()" in message
+    assert "numpy's speed (" in message and "1 core)" in message
+    assert "more hints: xtc-katas hint 8 schedule_large" in message
+    assert "your tier against numpy:" in message
+
+
+def test_numpys_kernel_times_numpy_as_xtcs_evaluator_times_a_module():
+    from xtc_katas.measure.timing import shared_buffers
+
+    inputs = TUTORIAL.inputs("random", seed=0)
+    parameters = shared_buffers(inputs, np.zeros(TUTORIAL.output_shape, np.float32))
+    evaluator = timing.NumpyKernel(TUTORIAL).get_evaluator(
+        parameters=parameters, number=2, repeat=3, min_repeat_ms=0, validate=False
+    )
+    times, code, message = evaluator.evaluate()
+    assert code == 0 and message == "" and len(times) == 3 and all(t > 0 for t in times)
+
+
+def test_a_step_that_did_not_pay_is_said_of_this_run_unless_several_races_agree(monkeypatch):
+    # Issue 40: one run read a parallel step slower than its previous step, the next run
+    # read it 1.7x faster. One race speaks for itself; only races that agree speak for
+    # the machine.
+    def judged_with(readings):
+        races = iter(Speedups(learner=x, reference=30.0, previous=40.0) for x in readings)
+        monkeypatch.setattr(speed_judge, "kernels", lambda *a: {})
+        monkeypatch.setattr(speed_judge, "speedups", lambda t: next(races))
+        monkeypatch.setattr(speed_judge, "time_side_by_side", lambda *a, **k: Typical())
+        recorded = {}
+        judged("schedule_parallel", record=recorded.update).assert_speed()
+        return recorded["step"]
+
+    assert "did not pay in this run" in judged_with([30.0])
+    assert "did not pay on this machine (2 races agreed)" in judged_with([19.0, 30.0])
+
+
+@pytest.mark.parametrize(("learner", "close"), [(36.0, True), (33.0, True), (45.0, False)])
+def test_a_verdict_within_ten_percent_of_its_bar_says_a_re_run_may_flip_it(
+    monkeypatch, learner, close
+):
+    task, _, recorded = check(monkeypatch, [learner] * 3)  # the bar: 0.7 x 50 = 35
+    if learner < 35:
+        with pytest.raises(SpeedBelowBar) as failure:
+            task.assert_speed()
+        assert ("close to the bar" in str(failure.value)) is close
+    else:
+        task.assert_speed()
+        assert ("close" in recorded) is close

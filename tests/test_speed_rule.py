@@ -135,22 +135,28 @@ def test_a_correct_solution_passes_on_every_machine_with_room_to_spare(profile, 
     assert applied.margin(learner) >= MARGIN, f"{profile}: {applied}"
 
 
-WITH_PREVIOUS = [(case, id_) for case, id_ in zip(CASES, IDS, strict=True) if case[1].previous]
+#: The cases where speed can tell the previous technique from this one: the previous
+#: step's figure, even read 5% fast, is below the highest bar (HEADROOM x reference). In
+#: the others (TVM vectorizes an interchanged nest by itself; MLIR's parallel loop gains
+#: little), a bar that failed the previous step's schedule would fail a copy of the
+#: reference too: there the task's loop-nest shape check rejects that schedule
+#: (tests/test_loop_nests.py), and step_note tells the learner the step does not pay.
+TELLS_APART = [
+    (case, id_)
+    for case, id_ in zip(CASES, IDS, strict=True)
+    if case[1].previous and case[1].previous * 1.05 < HEADROOM * case[1].reference
+]
 
 
 @pytest.mark.parametrize(
-    ("profile", "f"), [case for case, _ in WITH_PREVIOUS], ids=[id_ for _, id_ in WITH_PREVIOUS]
+    ("profile", "f"), [case for case, _ in TELLS_APART], ids=[id_ for _, id_ in TELLS_APART]
 )
 def test_the_previous_technique_fails_wherever_speed_can_tell_them_apart(profile, f):
     for noise in (0.95, 1.0, 1.05):
         learner = f.previous * noise  # the previous task's schedule handed in again
         race = Speedups(learner=learner, reference=f.reference, previous=f.previous)
-        if f.previous * 1.05 < HEADROOM * f.reference:
-            with pytest.raises(SpeedBelowBar):
-                judge(race, cap(f), "k", "x naive", "advice")
-        # else: speed cannot tell them apart on this machine (TVM vectorizes an
-        # interchanged nest by itself; MLIR's parallel loop gains little): the task's
-        # loop-nest shape check rejects that schedule (tests/test_loop_nests.py).
+        with pytest.raises(SpeedBelowBar):
+            judge(race, cap(f), "k", "x naive", "advice")
 
 
 def test_the_bar_follows_the_reference_when_the_machine_is_slower():
@@ -222,7 +228,7 @@ def test_a_test_named_beats_x_where_it_pays_asks_to_beat_x_by_1_15(reference, pr
         assert applied.value >= ABOVE_PREVIOUS * previous * (1 - 1e-9)
         assert applied.step_note == ""
     else:
-        assert "does not pay on this machine" in applied.step_note
+        assert "did not pay in this run" in applied.step_note
 
 
 def test_a_gain_too_small_for_the_bar_to_ask_more_than_the_previous_step_is_said_so():
@@ -237,11 +243,11 @@ def test_a_step_that_does_not_pay_is_said_so_with_both_speedups():
     why = "LLVM had vectorized the blocked loop already"
     race = Speedups(learner=16.4, reference=16.8, previous=17.8)
     applied = judge(race, 6, "10_gemm › gemm_vectorize()", "x naive", "advice", why=why)
-    assert "does not pay on this machine" in applied.step_note
+    assert "did not pay in this run" in applied.step_note
     assert "16.8x" in applied.step_note and "17.8x" in applied.step_note
     assert why in applied.step_note
     # ... and in a failure of the same run, below the figures.
-    with pytest.raises(SpeedBelowBar, match="does not pay on this machine"):
+    with pytest.raises(SpeedBelowBar, match="did not pay in this run"):
         judge(Speedups(learner=2, reference=16.8, previous=17.8), 6, "k", "x naive", "a", why=why)
 
 

@@ -1,19 +1,20 @@
-"""The registry of task kinds: every kind one class, every dispatch on a kind a lookup
-there (checks/learner_schedules.py), never a comparison of kind names elsewhere."""
+"""The registry of task kinds: every kind one entry, every dispatch on a kind a lookup
+there (checks/kinds.py), never a comparison of kind names elsewhere."""
 
 import re
 
 import pytest
 
 from xtc_katas import ROOT
-from xtc_katas.checks.learner_schedules import KINDS, NO_KIND, apply_task, kind_of, tasks_where
+from xtc_katas.checks.kinds import KINDS, NO_KIND, kind_of, schedules, tasks_where
+from xtc_katas.checks.learner import Learner
+from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.kata.manifest import find, katas
-from xtc_katas.kata.problems import TUTORIAL
 from xtc_katas.measure.backends import KataBackend
 
 #: What reads a task's kind by name: only the registry and the manifest may.
 DISPATCH = re.compile(r"\.kind\s*(==|!=|in\b|not in\b)|tasks_of_kind\(|SCHEDULE_KINDS|SHOWN_KINDS")
-ALLOWED = {"xtc_katas/checks/learner_schedules.py", "xtc_katas/kata/manifest.py"}
+ALLOWED = {"xtc_katas/checks/kinds.py"}
 
 
 def test_no_kind_dispatch_outside_the_registry():
@@ -27,7 +28,7 @@ def test_no_kind_dispatch_outside_the_registry():
     assert not found, "\n".join(found)
 
 
-def test_every_task_has_its_kinds_class():
+def test_every_task_has_its_kind_of_the_registry():
     for kata in katas():
         for task in kata.tasks:
             kind = kind_of(task)
@@ -48,14 +49,12 @@ def test_the_commands_flags_pick_the_tasks_they_served_by_name():
     assert explored["make_optimizer"] == "optimizer"
 
 
-def test_a_task_whose_kind_builds_nothing_says_so():
+def test_a_task_whose_kind_builds_nothing_says_so(tmp_path):
     kata = find(6)
+    learner = Learner.wrapping(kata, object())
+    task = TaskUnderTest(kata, kata.task("explore"), learner, KataBackend("mlir"), None)
     with pytest.raises(LookupError, match=r"06_explore.explore is of kind 'search'"):
-        apply_task(kata, object(), "explore", KataBackend("mlir"), TUTORIAL)
-    with pytest.raises(LookupError, match="unfused twin"):
-        kind_of(kata.task("explore")).schedule_pair(
-            kata, object(), "explore", KataBackend("mlir"), TUTORIAL
-        )
+        schedules(task)
 
 
 def test_a_spec_writer_is_told_in_spec_keys_not_scheduler_calls():

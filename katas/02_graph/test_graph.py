@@ -39,12 +39,26 @@ def check_inputs(graph, I, J, K, dtype):  # noqa: E741
     assert [t.dtype for t in graph.outputs_types] == [dtype], f"the output is not {dtype}"
 
 
-def forward(graph, inputs):
+def built_and_run(module, function, args, inputs):
+    """In your module's process: the graph `function(*args)` builds, and what XTC's
+    reference execution of it gives on `inputs` (or why it failed)."""
     from xtc.graphs.xtc.data import XTCTensor
 
-    outputs = graph.forward([XTCTensor(x) for x in inputs])
+    graph = getattr(module, function)(*args)
+    try:
+        outputs = graph.forward([XTCTensor(x) for x in inputs])
+    except Exception as exc:
+        return graph, None, f"{type(exc).__name__}: {exc}"
+    return graph, [out.numpy() for out in outputs], ""
+
+
+def forward(learner_module, function, args, inputs):
+    """The graph and its one output, the graph's inputs checked first."""
+    graph, outputs, error = learner_module.run(built_and_run, function, args, inputs)
+    check_inputs(graph, *args)
+    assert not error, f"XTC could not run the graph: {error}"
     assert len(outputs) == 1, f"the graph has {len(outputs)} outputs, expected 1"
-    return outputs[0].numpy()
+    return outputs[0]
 
 
 def random_inputs(I, J, K, dtype, seed=0):  # noqa: E741
@@ -67,10 +81,8 @@ def test_matmul_graph_structure(learner_module):
 @settings(max_examples=25, deadline=None)
 @given(I=dims, J=dims, K=dims, dtype=dtypes)
 def test_matmul_graph_computes_a_at_b(learner_module, I, J, K, dtype):  # noqa: E741
-    graph = learner_module.matmul_graph(I, J, K, dtype)
-    check_inputs(graph, I, J, K, dtype)
     a, b = random_inputs(I, J, K, dtype)
-    got = forward(graph, [a, b])
+    got = forward(learner_module, "matmul_graph", (I, J, K, dtype), [a, b])
     assert got.dtype == np.dtype(dtype)
     np.testing.assert_allclose(got, a @ b, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-5)
 
@@ -89,10 +101,8 @@ def test_matmul_relu_graph_structure(learner_module):
 @settings(max_examples=25, deadline=None)
 @given(I=dims, J=dims, K=dims, dtype=dtypes)
 def test_matmul_relu_graph_computes_relu_of_a_at_b(learner_module, I, J, K, dtype):  # noqa: E741
-    graph = learner_module.matmul_relu_graph(I, J, K, dtype)
-    check_inputs(graph, I, J, K, dtype)
     a, b = random_inputs(I, J, K, dtype, seed=1)
-    got = forward(graph, [a, b])
+    got = forward(learner_module, "matmul_relu_graph", (I, J, K, dtype), [a, b])
     np.testing.assert_allclose(
         got, np.maximum(a @ b, 0), rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-5
     )

@@ -10,11 +10,12 @@ import sys
 
 import pytest
 
-from xtc_katas.checks.learner_schedules import SchedulerRecorder, fresh_scheduler
+from xtc_katas.checks.kinds import Asked, baseline_probe
+from xtc_katas.checks.schedule import fresh_scheduler, replay
 from xtc_katas.kata.problems import Matmul
 from xtc_katas.measure import numerics
 from xtc_katas.measure.isolation import run_isolated
-from xtc_katas.measure.observed import call_observing, within_own_times
+from xtc_katas.measure.observed import Observation, Proxy, timed_module, within_own_times
 from xtc_katas.measure.timing import (
     FEW_LONG_ROUNDS,
     fastest_call,
@@ -32,41 +33,61 @@ def naive(problem, backend, workdir):
     return workdir.compile(impl, impl.get_scheduler().schedule(), stem="naive")
 
 
+def baseline_outputs(module, problem, backend, dump_file, kinds):
+    """In the learner's process: compile_baseline's module, where it was written, and its
+    outputs on the harness's inputs (compared with numpy here, in the harness's)."""
+    compiled = module.compile_baseline(problem.graph(), backend.Backend, dump_file)
+    if compiled is None:
+        return None, None
+    return compiled.file_name, numerics.outputs(compiled, problem, kinds)
+
+
 def test_compile_baseline_computes_the_matmul(learner_module, backend, workdir):
     dump_file = workdir.dump_file("learner")
-    module = learner_module.compile_baseline(TUTORIAL.graph(), backend.Backend, dump_file)
-    assert module is not None, "compile_baseline must return the compiled module"
-    assert module.file_name.startswith(dump_file), (
-        f"the module was written to {module.file_name}: pass dump_file={dump_file!r} to "
+    file_name, outputs = learner_module.run(
+        baseline_outputs, TUTORIAL, backend, dump_file, ("random", "edge")
+    )
+    assert file_name is not None, "compile_baseline must return the compiled module"
+    assert file_name.startswith(dump_file), (
+        f"the module was written to {file_name}: pass dump_file={dump_file!r} to "
         "get_compiler (a reused dump_file makes old modules run new kernels)"
     )
-    numerics.assert_computes(module, TUTORIAL, backend.name)
+    numerics.assert_outputs(outputs, TUTORIAL, backend.name)
 
 
 def test_compile_baseline_computes_matmul_then_relu(learner_module, backend, workdir):
-    module = learner_module.compile_baseline(
-        WITH_RELU.graph(), backend.Backend, workdir.dump_file()
+    _, outputs = learner_module.run(
+        baseline_outputs, WITH_RELU, backend, workdir.dump_file(), ("signed", "edge")
     )
-    numerics.assert_computes(module, WITH_RELU, backend.name, kinds=("signed", "edge"))
+    numerics.assert_outputs(outputs, WITH_RELU, backend.name)
+
+
+def baseline_calls(learner_module, backend):
+    """The primitive calls compile_baseline made on the scheduler it compiled (none, for
+    a baseline), recorded in its process."""
+    label = "03_compile › compile_baseline"
+    try:
+        return learner_module.run(
+            baseline_probe, Asked("compile_baseline", label, backend, TUTORIAL)
+        )
+    except LookupError:
+        pytest.fail(
+            "03_compile › compile_baseline(): get the scheduler from the backend: "
+            "Backend(graph).get_scheduler()"
+        )
 
 
 def test_compile_baseline_applies_no_transformation(learner_module, backend, workdir):
     # Read from the loop nest, so it holds on every machine: an interchange that gains
     # only 1.8x on MLIR is as wrong here as one that gains 27x on TVM.
-    recorder = SchedulerRecorder(backend.Backend)
-    learner_module.compile_baseline(TUTORIAL.graph(), recorder.Backend, workdir.dump_file())
-    assert recorder.schedulers, (
-        "03_compile › compile_baseline(): get the scheduler from the backend: "
-        "Backend(graph).get_scheduler()"
-    )
+    calls = baseline_calls(learner_module, backend)
     default = fresh_scheduler(backend, TUTORIAL)[1].get_loop_nest().root_node.pretty_print()
-    for scheduler in recorder.schedulers:
-        nest = scheduler.get_loop_nest().root_node.pretty_print()
-        assert nest == default, (
-            f"03_compile › compile_baseline() transformed the loop nest on {backend}: the "
-            f"baseline is XTC's default, every later speedup is measured against it.\n"
-            f"  default:\n{default}\n  yours:\n{nest}"
-        )
+    nest = replay(calls, backend, TUTORIAL)[1].get_loop_nest().root_node.pretty_print()
+    assert nest == default, (
+        f"03_compile › compile_baseline() transformed the loop nest on {backend}: the "
+        f"baseline is XTC's default, every later speedup is measured against it.\n"
+        f"  default:\n{default}\n  yours:\n{nest}"
+    )
 
 
 @pytest.mark.perf
@@ -76,9 +97,8 @@ def test_compile_baseline_is_the_untransformed_loop_nest(
     # A baseline is the yardstick of every later speedup: it must be XTC's default loop
     # nest. Side by side with the harness's own, it runs at the same speed (a tuned
     # schedule is 15x+ faster; the bounds leave room for a noisy machine).
-    learner = learner_module.compile_baseline(
-        TUTORIAL.graph(), backend.Backend, workdir.dump_file()
-    )
+    impl, scheduler = replay(baseline_calls(learner_module, backend), backend, TUTORIAL)
+    learner = workdir.compile(impl, scheduler.schedule(), stem="learner")
     timings = time_side_by_side(
         {"learner": learner, "naive": naive(TUTORIAL, backend, workdir)},
         TUTORIAL,
@@ -108,10 +128,14 @@ class FakeModule:
         return self.result
 
 
+def percent_of_fake(module, fake):
+    """In the learner's process: percent_of_peak_of on `fake`, and how often it evaluated."""
+    return module.percent_of_peak_of(fake, fmas=10**6, peak_fmas_per_s=2e9), fake.evaluated
+
+
 def test_percent_of_peak_of_uses_the_fastest_call(learner_module):
-    module = FakeModule([3e-3, 1e-3, 2e-3])
-    got = learner_module.percent_of_peak_of(module, fmas=10**6, peak_fmas_per_s=2e9)
-    assert module.evaluated >= 1, "percent_of_peak_of must evaluate the module"
+    got, evaluated = learner_module.run(percent_of_fake, FakeModule([3e-3, 1e-3, 2e-3]))
+    assert evaluated >= 1, "percent_of_peak_of must evaluate the module"
     # 1e6 FMAs in 1 ms = 1e9 FMA/s, half of a 2e9 FMA/s peak.
     assert got == pytest.approx(50.0), (
         f"got {got}: use the fastest call, min(times); the others were disturbed by noise"
@@ -147,15 +171,27 @@ def test_percent_of_peak_of_raises_on_a_failed_run_that_returned_times(learner_m
         )
 
 
+def percent_observed(module, backend, dump_file, peak):
+    """In the learner's process: percent_of_peak_of on the naive kernel compiled there,
+    and what it did with it (its evaluators' times, its runs)."""
+    impl = backend.Backend(TUTORIAL.graph())
+    compiled = impl.get_compiler(dump_file=dump_file, shared_lib=True).compile(
+        impl.get_scheduler().schedule()
+    )
+    observation = Observation()
+    got = module.percent_of_peak_of(timed_module(compiled, observation), TUTORIAL.fmas, peak)
+    return got, observation
+
+
 @pytest.mark.perf  # the harness times the kernel too: not beside other tests (pytest -n)
 def test_percent_of_peak_of_a_real_module_agrees_with_the_harness(
     learner_module, backend, workdir, peak, record_perf
 ):
     module = naive(TUTORIAL, backend, workdir)
-    # Your function runs the kernel: in a child process, so a crash fails this test only.
-    # The module it gets keeps the times its evaluators return (measure/observed.py).
-    got, observation = run_isolated(
-        call_observing, learner_module.percent_of_peak_of, module, TUTORIAL.fmas, peak()
+    # Your function runs the kernel in its own process: a crash fails this test only. The
+    # module it gets keeps the times its evaluators return (measure/observed.py).
+    got, observation = learner_module.run(
+        percent_observed, backend, workdir.dump_file("naive"), peak()
     )
     record_perf(percent_of_peak=got)
     assert observation.runs, (
@@ -220,35 +256,44 @@ class StreamsAtGetCompiler:
 
     def __init__(self, backend_class):
         self.calls = []  # per get_compiler() call: whether stdout was redirected
-        recorder, before = self, (sys.stdout, sys.stderr)
+        before = sys.stdout
 
-        class Recording(backend_class):
-            def get_compiler(self, *args, **kwargs):
-                recorder.calls.append(sys.stdout is not before[0])
-                return super().get_compiler(*args, **kwargs)
+        def get_compiler(get, *args, **kwargs):
+            self.calls.append(sys.stdout is not before)
+            return get(*args, **kwargs)
 
-        self.Backend = Recording
+        def backend(make, *args, **kwargs):
+            return Proxy(make(*args, **kwargs), get_compiler=get_compiler)
 
-    def why_empty(self, backend) -> str:
-        if not self.calls:
-            return "it never called Backend(graph).get_compiler(...) with a print_... flag"
-        if backend.name == "tvm" and not self.calls[-1]:
-            return (
-                "TVM chose where to print when get_compiler() was called, and stdout was not "
-                "redirected yet: open redirect_stdout (and redirect_stderr) BEFORE "
-                "get_compiler(...), and compile inside the same `with`"
-            )
-        return "XTC prints it to stdout (TVM) or stderr (MLIR): capture both while compiling"
+        self.Backend = Proxy(backend_class, __call__=backend)
+
+
+def why_empty(calls, backend) -> str:
+    """Why generated_code printed nothing, from what StreamsAtGetCompiler saw (`calls`)."""
+    if not calls:
+        return "it never called Backend(graph).get_compiler(...) with a print_... flag"
+    if backend.name == "tvm" and not calls[-1]:
+        return (
+            "TVM chose where to print when get_compiler() was called, and stdout was not "
+            "redirected yet: open redirect_stdout (and redirect_stderr) BEFORE "
+            "get_compiler(...), and compile inside the same `with`"
+        )
+    return "XTC prints it to stdout (TVM) or stderr (MLIR): capture both while compiling"
+
+
+def printed(module, backend, dump_file, what):
+    """In the learner's process: generated_code's text, and the streams it had redirected
+    at each get_compiler() call."""
+    streams = StreamsAtGetCompiler(backend.Backend)
+    text = module.generated_code(TUTORIAL.graph(), streams.Backend, dump_file, what)
+    return text, streams.calls
 
 
 @pytest.mark.parametrize("what", ["source_ir", "transformed_ir", "assembly"])
 def test_generated_code_captures_the_printed_text(learner_module, backend, workdir, what):
-    streams = StreamsAtGetCompiler(backend.Backend)
-    text = learner_module.generated_code(
-        TUTORIAL.graph(), streams.Backend, workdir.dump_file(), what
-    )
+    text, calls = learner_module.run(printed, backend, workdir.dump_file(), what)
     assert isinstance(text, str) and text.strip(), (
-        f"generated_code(..., {what!r}) returned nothing on {backend}: {streams.why_empty(backend)}"
+        f"generated_code(..., {what!r}) returned nothing on {backend}: {why_empty(calls, backend)}"
     )
     pattern = MARKERS[(backend.name, what)]
     assert re.search(pattern, text), f"the {what} on {backend} should contain /{pattern}/"
@@ -267,7 +312,6 @@ def test_generated_code_captures_the_printed_text(learner_module, backend, workd
 
 
 def test_generated_code_rejects_an_unknown_what_before_compiling(learner_module, backend, workdir):
-    dump_file = workdir.dump_file()
     with pytest.raises(ValueError):
-        learner_module.generated_code(TUTORIAL.graph(), backend.Backend, dump_file, "lowered")
+        learner_module.run(printed, backend, workdir.dump_file(), "lowered")
     assert not os.listdir(workdir.path), "nothing should be compiled for an unknown `what`"

@@ -14,10 +14,10 @@ import pytest
 
 from xtc_katas.checks import loop_nests
 from xtc_katas.checks import search as search_checks
-from xtc_katas.checks.learner_schedules import schedule_spec
+from xtc_katas.checks.schedule import schedule_spec
 from xtc_katas.kata.problems import TUTORIAL
 from xtc_katas.measure import numerics
-from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, run_isolated
+from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S
 
 HARNESS_SPECS = [
     ("naive i,j,k", {"i": {}, "j": {}, "k": {}}),
@@ -29,6 +29,8 @@ HARNESS_SPECS = [
     ),
 ]
 BROKEN = 1
+WHERE = "06_explore › explore()"
+KATA = "06_explore"
 
 
 def candidate_shape(kata_entry, scheduler, backend):
@@ -44,16 +46,21 @@ def searches():
     return {}
 
 
+def searched(module, backend, specs, peak):
+    """In the learner's process: `explore` over `specs`, through a Backend that counts its
+    compiles and keeps the times its evaluators return (checks/search.py)."""
+    counter = search_checks.CompileCounter(backend.Backend)
+    generator = module.explore(TUTORIAL.graph(), counter.Backend, specs, peak)
+    return search_checks.take_all(generator, counter, WHERE)
+
+
 def search(searches, learner_module, backend, peak, specs, key):
     if (backend.name, key) not in searches:
-        counter = search_checks.CompileCounter(backend.Backend)
-        generator = learner_module.explore(TUTORIAL.graph(), counter.Backend, specs, peak())
-        # In a child process: a crashing candidate fails these tests, not the session.
-        searches[backend.name, key] = run_isolated(
-            search_checks.take_all,
-            generator,
-            counter,
-            "06_explore › explore()",
+        searches[backend.name, key] = learner_module.run(
+            searched,
+            backend,
+            specs,
+            peak(),
             what="a kernel of your search",
             time_limit_s=SEARCH_TIME_LIMIT_S,
         )
@@ -66,8 +73,8 @@ def harness_run(searches, learner_module, backend, peak, workdir):
     return lambda: search(searches, learner_module, backend, peak, HARNESS_SPECS, "harness")
 
 
-def compiled(kata_entry, spec, label, backend, workdir, stem):
-    impl, scheduler = schedule_spec(kata_entry, spec, label, backend, TUTORIAL)
+def compiled(spec, label, backend, workdir, stem):
+    impl, scheduler = schedule_spec(KATA, spec, label, backend, TUTORIAL)
     return workdir.compile(impl, scheduler.schedule(), stem=stem), scheduler
 
 
@@ -97,7 +104,7 @@ def test_candidate_specs_all_schedule_cleanly(learner_module, kata_entry, backen
     # Each candidate goes through descript_scheduler and the schedule checks: a search
     # space of broken specs wastes the search's time and hides its results.
     for name, spec in learner_module.candidate_specs():
-        schedule_spec(kata_entry, spec, f"candidate_specs() › {name!r}", backend, TUTORIAL)
+        schedule_spec(KATA, spec, f"candidate_specs() › {name!r}", backend, TUTORIAL)
 
 
 MIN_CANDIDATES = 4
@@ -115,7 +122,7 @@ def test_candidate_specs_is_a_space_worth_searching(learner_module, kata_entry, 
         name
         for name, spec in specs
         if not candidate_shape(
-            kata_entry, schedule_spec(kata_entry, spec, name, backend, TUTORIAL)[1], backend
+            kata_entry, schedule_spec(KATA, spec, name, backend, TUTORIAL)[1], backend
         )
     ]
     assert len(tiles) >= 2, (
@@ -126,21 +133,20 @@ def test_candidate_specs_is_a_space_worth_searching(learner_module, kata_entry, 
 
 
 @pytest.mark.perf
+@pytest.mark.task("candidate_specs")
 def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
-    searches, learner_module, kata_entry, backend, peak, workdir, speed_judge
+    searches, learner_module, kata_entry, backend, peak, workdir, task
 ):
     specs = learner_module.candidate_specs()
     run = search(searches, learner_module, backend, peak, specs, "learner")
-    search_checks.require(
-        search_checks.contract_mistakes(run, names(specs), "spec"), "06_explore › explore()"
-    )
+    search_checks.require(search_checks.contract_mistakes(run, names(specs), "spec"), WHERE)
     # Your search's timer ranks the candidates; the harness re-times its best five side
     # by side (one short timing each can rank a slower one first) and races the fastest.
     finalists = {}
     for n in search_checks.finalists(run):
         name, spec = specs[n]
         label = f"candidate_specs() › {name!r}"
-        finalists[n] = compiled(kata_entry, spec, label, backend, workdir, f"best_{n}")
+        finalists[n] = compiled(spec, label, backend, workdir, f"best_{n}")
     best = search_checks.fastest({n: module for n, (module, _) in finalists.items()}, TUTORIAL)
     best_name = specs[best][0]
     learner, scheduler = finalists[best]
@@ -148,10 +154,8 @@ def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
     # The race: naive, your best, kata 05's register tile (the reference) and its
     # vectorized spec (the previous technique), side by side on this machine.
     why = candidate_shape(kata_entry, scheduler, backend)
-    speed_judge(
-        "candidate_specs",
-        TUTORIAL,
-        learner,
+    task.assert_speed(
+        kernel=learner,
         advice=f"your best candidate, {best_name!r}, is not enough. Widen the search: "
         + ("; ".join(why) if why else "try other tile sizes and loop orders"),
         best=best_name,
@@ -165,14 +169,14 @@ def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
 def test_explore_yields_index_total_name_and_percent(learner_module, harness_run):
     search_checks.require(
         search_checks.contract_mistakes(harness_run(), names(HARNESS_SPECS), "spec"),
-        "06_explore › explore()",
+        WHERE,
     )
 
 
 def test_explore_compiles_one_candidate_per_item(learner_module, harness_run):
     search_checks.require(
         search_checks.laziness_mistakes(harness_run(), valid=len(HARNESS_SPECS) - 1),
-        "06_explore › explore()",
+        WHERE,
     )
 
 
@@ -203,7 +207,7 @@ def test_explore_reports_what_the_harness_measures(
     specs = {name: spec for n, (name, spec) in enumerate(HARNESS_SPECS) if n != BROKEN}
 
     def twin(name):  # a fresh compile: a figure that reads too fast is re-read on a twin
-        return compiled(kata_entry, specs[name], name, backend, workdir, "twin")[0]
+        return compiled(specs[name], name, backend, workdir, "twin")[0]
 
     modules = {name: twin(name) for name in specs}
     record_perf(reported={k: round(v, 1) for k, v in reported.items()})
@@ -218,7 +222,7 @@ def test_explore_reports_what_the_harness_measures(
 
         def own_twin(name):
             label = f"candidate_specs() › {name!r}"
-            return compiled(kata_entry, own_specs[name], label, backend, workdir, "own_twin")[0]
+            return compiled(own_specs[name], label, backend, workdir, "own_twin")[0]
 
         mistakes += search_checks.own_run_mistakes(own, list(own_specs), TUTORIAL, peak(), own_twin)
-    search_checks.require(mistakes, "06_explore › explore()")
+    search_checks.require(mistakes, WHERE)

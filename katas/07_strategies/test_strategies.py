@@ -13,10 +13,11 @@ import contextlib
 import pytest
 
 from xtc_katas.checks import search as search_checks
-from xtc_katas.checks.learner_schedules import fresh_scheduler
+from xtc_katas.checks.kinds import Asked, recorded_calls
+from xtc_katas.checks.schedule import fresh_scheduler, replay
 from xtc_katas.kata.problems import STRATEGY
 from xtc_katas.measure import numerics
-from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, run_isolated
+from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S
 
 NUM, SEED = 30, 42  # the quality run: the tutorial's 30 samples of seed 42
 INVALID_AT = 1
@@ -58,30 +59,64 @@ def searches():
     return {}
 
 
-def search(searches, learner_module, backend, peak, strategy, num, seed, key):
-    if (backend.name, key) not in searches:
-        counter = search_checks.CompileCounter(backend.Backend)
-        generator = learner_module.explore_strategy(
-            STRATEGY.graph(), counter.Backend, strategy, num, seed, peak()
-        )
-        # In a child process: a crashing sample fails these tests, not the session.
-        run = run_isolated(
-            search_checks.take_all,
-            generator,
-            counter,
-            WHERE,
+WHERE = "07_strategies › explore_strategy()"
+
+
+def searched(module, backend, peak, own):
+    """In the learner's process: `explore_strategy` over the learner's own strategy (30
+    samples of seed 42) or the harness's (4 of seed 0), through a Backend that counts its
+    compiles and keeps its evaluators' times (checks/search.py): (the samples, the run)."""
+    graph = STRATEGY.graph()
+    strategy = module.make_strategy(graph) if own else harness_strategy(graph)
+    num, seed = (NUM, SEED) if own else (4, 0)
+    counter = search_checks.CompileCounter(backend.Backend)
+    generator = module.explore_strategy(graph, counter.Backend, strategy, num, seed, peak)
+    run = search_checks.take_all(generator, counter, WHERE)
+    return [list(s) for s in strategy.sample(num, seed)], run
+
+
+def search(searches, learner_module, backend, peak, own):
+    key = (backend.name, own)
+    if key not in searches:
+        searches[key] = learner_module.run(
+            searched,
+            backend,
+            peak(),
+            own,
             what="a kernel of your search",
             time_limit_s=SEARCH_TIME_LIMIT_S,
         )
-        searches[backend.name, key] = (strategy, run)
-    return searches[backend.name, key]
+    return searches[key]
 
 
 @pytest.fixture
 def harness_run(searches, learner_module, backend, peak, workdir):
     """The harness-strategy search, run on first call inside a test (so a stub fails it)."""
-    strategy = harness_strategy(STRATEGY.graph())
-    return lambda: search(searches, learner_module, backend, peak, strategy, 4, 0, "harness")
+    return lambda: search(searches, learner_module, backend, peak, own=False)
+
+
+def sample_calls(module, backend, picked):
+    """In the learner's process: the calls the learner's strategy makes for each sample
+    of `picked` (indices of its 30 samples of seed 42)."""
+    strategy = module.make_strategy(STRATEGY.graph())
+    samples = [list(s) for s in strategy.sample(NUM, SEED)]
+    label = "07_strategies › make_strategy"
+    asked = Asked("make_strategy", label, backend, STRATEGY)
+    return {n: recorded_calls(asked, strategy, samples[n]) for n in picked}
+
+
+def compile_own(learner_module, picked, backend, workdir, stem):
+    """The learner's samples of `picked`, compiled here from the calls they make."""
+    calls = learner_module.run(sample_calls, backend, list(picked))
+    return {
+        n: workdir.compile(*_scheduled(replay(found, backend, STRATEGY)), stem=f"{stem}_{n}")
+        for n, found in calls.items()
+    }
+
+
+def _scheduled(built):
+    impl, scheduler = built
+    return impl, scheduler.schedule()
 
 
 def compile_sample(strategy, sample, backend, workdir, stem):
@@ -90,7 +125,12 @@ def compile_sample(strategy, sample, backend, workdir, stem):
     return workdir.compile(impl, scheduler.schedule(), stem=stem)
 
 
-WHERE = "07_strategies › explore_strategy()"
+def strategy_facts(module):
+    """In the learner's process: make_strategy's type, what it lacks of a strategy, and
+    how many samples of seed 42 it draws."""
+    strategy = module.make_strategy(STRATEGY.graph())
+    missing = [m for m in ("sample", "generate") if not callable(getattr(strategy, m, None))]
+    return type(strategy).__name__, missing, 0 if missing else len(list(strategy.sample(NUM, SEED)))
 
 
 # --- make_strategy ----------------------------------------------------------------------
@@ -99,47 +139,39 @@ WHERE = "07_strategies › explore_strategy()"
 def test_make_strategy_returns_an_xtc_strategy(learner_module):
     # Duck typing, as XTC's own search does: a strategy of xtc.search.strategies, or a
     # wrapper that filters its samples (the tutorial's section 8), both pass.
-    strategy = learner_module.make_strategy(STRATEGY.graph())
-    missing = [m for m in ("sample", "generate") if not callable(getattr(strategy, m, None))]
+    name, missing, samples = learner_module.run(strategy_facts)
     assert not missing, (
-        f"07_strategies › make_strategy() returned a {type(strategy).__name__} without "
+        f"07_strategies › make_strategy() returned a {name} without "
         f"{' and '.join(f'{m}()' for m in missing)}: return a strategy of "
         "xtc.search.strategies, e.g. Strategy_OO(graph, vec_size=16), or a wrapper that "
         "has sample(num, seed) and generate(scheduler, sample)"
     )
-    samples = list(strategy.sample(NUM, SEED))
     assert samples, "07_strategies › make_strategy(): its space has no sample at all"
 
 
 @pytest.mark.perf
+@pytest.mark.task("make_strategy")
 def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
-    searches, learner_module, kata_entry, backend, peak, workdir, speed_judge
+    searches, learner_module, backend, peak, workdir, task
 ):
-    graph = STRATEGY.graph()
-    strategy = learner_module.make_strategy(graph)
-    _, run = search(searches, learner_module, backend, peak, strategy, NUM, SEED, "learner")
-    samples = [list(s) for s in strategy.sample(NUM, SEED)]
+    name = learner_module.run(strategy_facts)[0]
+    samples, run = search(searches, learner_module, backend, peak, own=True)
     search_checks.require(search_checks.contract_mistakes(run, samples, "sample"), WHERE)
     # Your search's timer ranks the samples; the harness re-times its best five side by
     # side (one short timing each can rank a slower one first) and races the fastest.
-    finalists = {
-        n: compile_sample(strategy, samples[n], backend, workdir, f"best_{n}")
-        for n in search_checks.finalists(run)
-    }
+    finalists = compile_own(learner_module, search_checks.finalists(run), backend, workdir, "best")
     best = search_checks.fastest(finalists, STRATEGY)
     learner = finalists[best]
     numerics.assert_computes(learner, STRATEGY, backend.name)
     # The race: naive, your best sample and kata 05's hand-written register tile (the
     # reference) on this problem, side by side on this machine.
-    speed_judge(
-        "make_strategy",
-        STRATEGY,
-        learner,
-        advice=f"the best of {NUM} samples (seed {SEED}) of {type(strategy).__name__}, "
+    task.assert_speed(
+        kernel=learner,
+        advice=f"the best of {NUM} samples (seed {SEED}) of {name}, "
         f"{samples[best]}, is not enough. Pick a strategy whose samples are vectorized (the "
         "v and vr variants), give it this machine's vec_size, or compare strategies with "
         "`xtc-katas explore 7`",
-        strategy=type(strategy).__name__,
+        strategy=name,
         best=str(samples[best]),
         finalists="; ".join(f"{samples[n]} {run.items[n][3]:.1f}%" for n in finalists),
     )
@@ -149,8 +181,7 @@ def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
 
 
 def test_explore_strategy_yields_exactly_the_drawn_samples_in_order(learner_module, harness_run):
-    strategy, run = harness_run()
-    samples = list(strategy.sample(4, 0))
+    samples, run = harness_run()
     search_checks.require(search_checks.contract_mistakes(run, samples, "sample"), WHERE)
 
 
@@ -173,8 +204,8 @@ def test_explore_strategy_scores_an_invalid_sample_zero_and_goes_on(learner_modu
 def test_explore_strategy_reports_what_the_harness_measures(
     searches, learner_module, backend, harness_run, peak, workdir, record_perf
 ):
-    strategy, run = harness_run()
-    samples = [list(s) for s in strategy.sample(4, 0)]
+    samples, run = harness_run()
+    strategy = harness_strategy(STRATEGY.graph())
     named = {str(sample): sample for n, sample in enumerate(samples) if n != INVALID_AT}
 
     def twin(name):  # a fresh compile: a figure that reads too fast is re-read on a twin
@@ -192,16 +223,12 @@ def test_explore_strategy_reports_what_the_harness_measures(
     # The same holds on your own strategy's samples, the search `xtc-katas explore 7`
     # shows (once make_strategy, the task before this one, is written).
     with contextlib.suppress(NotImplementedError):
-        strategy = learner_module.make_strategy(STRATEGY.graph())
-        own_strategy, own = search(
-            searches, learner_module, backend, peak, strategy, NUM, SEED, "learner"
-        )
-        own_samples = {str(list(s)): list(s) for s in own_strategy.sample(NUM, SEED)}
+        own_samples, own = search(searches, learner_module, backend, peak, own=True)
+        names = [str(sample) for sample in own_samples]
 
         def own_twin(name):
-            return compile_sample(own_strategy, own_samples[name], backend, workdir, "own_twin")
+            index = names.index(name)
+            return compile_own(learner_module, [index], backend, workdir, "own_twin")[index]
 
-        mistakes += search_checks.own_run_mistakes(
-            own, list(own_samples), STRATEGY, peak(), own_twin
-        )
+        mistakes += search_checks.own_run_mistakes(own, names, STRATEGY, peak(), own_twin)
     search_checks.require(mistakes, WHERE)

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from xtc_katas.checks import loop_nests
-from xtc_katas.checks.learner_schedules import STRATEGY_SEED, fresh_scheduler
+from xtc_katas.checks.kinds import STRATEGY_SEED, Asked, recorded_calls
+from xtc_katas.checks.schedule import replay
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import RESNET18_02, Conv2D, make_inputs
 from xtc_katas.measure import numerics
@@ -142,10 +143,24 @@ def check_graph(graph, layer, name):
         )
 
 
-def forward(graph, inputs):
+def forwarded(module, name, seed):
+    """In your module's process: XTC's reference execution of the graph it builds for the
+    layer `name`, on signed inputs of the image's shape as it sized it."""
     from xtc.graphs.xtc.data import XTCTensor
 
-    return graph.forward([XTCTensor(x) for x in inputs])[0].numpy()
+    graph = module.conv_layer_graph(name)
+    inputs = make_inputs(shapes(graph.inputs_types), SMALL[name][0].dtype, "signed", seed=seed)
+    return inputs, graph.forward([XTCTensor(x) for x in inputs])[0].numpy()
+
+
+def compiled_outputs(module, name, backend, dump_file):
+    """In your module's process: the graph it builds for `name`, compiled unscheduled, and
+    its outputs on the harness's signed inputs (compared with numpy in the harness)."""
+    impl = backend.Backend(module.conv_layer_graph(name))
+    compiler = impl.get_compiler(dump_file=dump_file, shared_lib=True)
+    return numerics.outputs(
+        compiler.compile(impl.get_scheduler().schedule()), RESNET18_02, ("signed",)
+    )
 
 
 # --- conv_layer_graph ---------------------------------------------------------------------
@@ -171,18 +186,17 @@ def test_conv_layer_graph_computes_small_layers_of_the_catalogue(learner_module,
     graph = layer_graph(learner_module, name)
     check_graph(graph, layer, name)
     # the image as the learner sized it: any size giving the layer's output is right
-    inputs = make_inputs(shapes(graph.inputs_types), layer.dtype, "signed", seed=1)
-    np.testing.assert_allclose(
-        forward(graph, inputs), layer.reference(inputs), rtol=1e-4, atol=1e-4
-    )
+    inputs, got = learner_module.run(forwarded, name, 1)
+    np.testing.assert_allclose(got, layer.reference(inputs), rtol=1e-4, atol=1e-4)
 
 
 def test_conv_layer_graph_compiles_to_the_real_layer(learner_module, backend, workdir):
     graph = layer_graph(learner_module, "ResNet18_02")
     check_graph(graph, RESNET18_02, "ResNet18_02")
-    impl = backend.Backend(graph)
-    module = workdir.compile(impl, impl.get_scheduler().schedule(), stem="layer")
-    numerics.assert_computes(module, RESNET18_02, backend.name, kinds=("signed",))
+    outputs = learner_module.run(
+        compiled_outputs, "ResNet18_02", backend, workdir.dump_file("layer")
+    )
+    numerics.assert_outputs(outputs, RESNET18_02, backend.name)
 
 
 # --- conv_strategy ------------------------------------------------------------------------
@@ -218,44 +232,74 @@ def xtc_strategy_classes():
     )
 
 
+def strategy_facts(module, problem, backend, label):
+    """In your module's process: what conv_strategy(graph) returned, as plain facts, and
+    the calls each of its samples of the harness's seed makes on the layer's scheduler
+    (or why generating it failed)."""
+    graph = problem.graph()
+    strategy = module.conv_strategy(graph)
+    cls = strategy if isinstance(strategy, type) else type(strategy)
+    ours = xtc_strategy_classes()
+    facts = {
+        "xtc": type(strategy) in ours,
+        "name": cls.__name__,
+        "the class": cls is strategy,
+        "origin": f"defined in {label}.py"
+        if cls.__module__ == module.__name__
+        else f"from {cls.__module__}",
+        "xtc bases": [base.__name__ for base in cls.__mro__[1:] if base in ours],
+    }
+    if not facts["xtc"]:
+        return facts
+    built_on = strategy.graph.outputs_nodes[0].operation
+    conv = graph.outputs_nodes[0].operation
+    facts["built on"] = (built_on.name, dict(built_on.dims))
+    facts["layer"] = (conv.name, dict(conv.dims))
+    # XTC keeps a strategy's vec_size as _vec_size (BaseStrategy, xtc/search/strategies.py)
+    facts["vec_size"] = getattr(strategy, "_vec_size", None)
+    raced = next(iter(strategy.sample(1, STRATEGY_SEED)), None)
+    drawn = list(strategy.sample(STRATEGY_SAMPLES, STRATEGY_SEED))
+    facts["drawn"] = len(drawn)
+    samples = ([("raced", raced)] if raced is not None else []) + list(enumerate(drawn))
+    facts["samples"] = []
+    for name, sample in samples:
+        try:
+            calls = recorded_calls(Asked("conv_strategy", name, backend, problem), strategy, sample)
+        except Exception as exc:
+            calls = f"{type(exc).__name__}: {exc}"
+        facts["samples"].append((name, list(sample), calls))
+    return facts
+
+
 @pytest.mark.task("conv_strategy")
 def test_conv_strategy_samples_vectorize_f_for_this_machine_on_one_thread(task):
     where = f"{task.kata.id} › conv_strategy(graph)"
-    graph = task.problem.graph()
-    strategy = task.module.conv_strategy(graph)
     simd = loop_nests.machine()
     lanes = simd.lanes
     answer = f"Strategy_PPRPRPvr(graph, vec_size={lanes}, max_unroll=64, threads=1)"
-
-    def origin(cls):
-        mine = cls.__module__ == task.module.__name__
-        return f"defined in {task.kata.module}.py" if mine else f"from {cls.__module__}"
-
-    if type(strategy) not in xtc_strategy_classes():
-        cls = strategy if isinstance(strategy, type) else type(strategy)
-        what = "the class" if cls is strategy else "a"
-        xtc_bases = [base.__name__ for base in cls.__mro__[1:] if base in xtc_strategy_classes()]
+    facts = task.learner.run(strategy_facts, task.problem, task.backend, task.kata.module)
+    if not facts["xtc"]:
+        name, xtc_bases = facts["name"], facts["xtc bases"]
+        what = "the class" if facts["the class"] else "a"
         kind = (
             f"a subclass of XTC's {xtc_bases[0]} that may change what it samples"
-            if xtc_bases and cls is not strategy
+            if xtc_bases and not facts["the class"]
             else "not an instance of a strategy class of xtc.search.strategies"
         )
         raise StrategyMistake(
-            f"{where} returned {what} {cls.__name__} ({origin(cls)}), {kind}: return an "
+            f"{where} returned {what} {name} ({facts['origin']}), {kind}: return an "
             f"instance of XTC's class itself, built on `graph`, e.g. {answer}. The task is "
             "XTC's own space of schedules of this conv, sampled as XTC samples it"
         )
-    built_on = strategy.graph.outputs_nodes[0].operation
-    conv = graph.outputs_nodes[0].operation
-    if (built_on.name, dict(built_on.dims)) != (conv.name, dict(conv.dims)):
+    if facts["built on"] != facts["layer"]:
+        (built, built_dims), (conv, conv_dims) = facts["built on"], facts["layer"]
         raise StrategyMistake(
-            f"{where}: the {type(strategy).__name__} is built on a graph whose output is "
-            f"{built_on.name} {dict(built_on.dims)}, not this layer's {conv.name} "
-            f"{dict(conv.dims)}: build it on the `graph` it is given"
+            f"{where}: the {facts['name']} is built on a graph whose output is "
+            f"{built} {built_dims}, not this layer's {conv} {conv_dims}: build it on the "
+            "`graph` it is given"
         )
     mistakes = []
-    # XTC keeps a strategy's vec_size as _vec_size (BaseStrategy, xtc/search/strategies.py)
-    vec_size = getattr(strategy, "_vec_size", lanes)
+    vec_size = facts["vec_size"] if facts["vec_size"] is not None else lanes
     if vec_size != lanes:
         mistakes.append(
             f"it is built with vec_size={vec_size}; this machine's vectors hold {lanes} "
@@ -263,33 +307,32 @@ def test_conv_strategy_samples_vectorize_f_for_this_machine_on_one_thread(task):
             '["vsize"]["float32"], read on the machine that runs it. The strategy sizes the '
             "vector tile of f, and its register and unroll budgets, by vec_size"
         )
-    raced = next(iter(strategy.sample(1, STRATEGY_SEED)), None)
-    drawn = list(strategy.sample(STRATEGY_SAMPLES, STRATEGY_SEED))
-    samples = ([("raced", raced)] if raced is not None else []) + list(enumerate(drawn))
+    samples = facts["samples"]
     if not samples:
         raise StrategyMistake(
             f"{where}: sample(1, {STRATEGY_SEED}) gave no sample: return a strategy whose "
             f"space holds schedules of this layer, e.g. {answer}"
         )
-    if len(drawn) < STRATEGY_SAMPLES:
+    if facts["drawn"] < STRATEGY_SAMPLES:
         # An outside learner's max_unroll=1 passed: its space is one schedule, a tile of
         # one accumulator (issue 20).
         mistakes.append(
             f"its space is too small to search: sample({STRATEGY_SAMPLES}, {STRATEGY_SEED}) "
-            f"drew {len(drawn)} schedules of this layer. "
+            f"drew {facts['drawn']} schedules of this layer. "
             "Its budgets (max_unroll: how many vector operations a register tile may "
             f"unroll) leave no register tile with several accumulators; e.g. {answer}"
         )
     scalar, narrow, across, parallel = [], {}, {}, {}
-    for label, sample in samples:
-        _, scheduler = fresh_scheduler(task.backend, task.problem)
+    for label, sample, calls in samples:
         try:
-            strategy.generate(scheduler, list(sample))
-            nest = scheduler.get_loop_nest()
+            if isinstance(calls, str):
+                raise RuntimeError(calls)
+            nest = replay(calls, task.backend, task.problem)[1].get_loop_nest()
         except Exception as exc:
+            failure = calls if isinstance(calls, str) else f"{type(exc).__name__}: {exc}"
             raise StrategyMistake(
-                f"{where}: generating sample {label} ({list(sample)}) on the layer's "
-                f"scheduler failed in XTC with {type(exc).__name__}: {exc}. Return a "
+                f"{where}: generating sample {label} ({sample}) on the layer's "
+                f"scheduler failed in XTC with {failure}. Return a "
                 f"strategy made for this graph's operator, e.g. {answer}"
             ) from exc
         axes = loop_nests.loop_axes(nest)

@@ -83,21 +83,44 @@ def sample_mistake(sample) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("batch", [1, 3, 8])
-def test_make_optimizer_follows_xtcs_interface(learner_module, batch):
+def suggestions(module, batch):
+    """In your module's process: what make_optimizer(...) is, and what its first three
+    suggest() calls gave (each told its values on the practice landscape), as plain data:
+    a batch as a list of samples (each a list, or its repr when it is not a sequence), or
+    the type's name when it is not a list."""
     from xtc.itf.search.optimizer import Optimizer
 
-    optimizer = learner_module.make_optimizer(race.sample_fn, batch, 0)
+    optimizer = module.make_optimizer(race.sample_fn, batch, 0)
     if not isinstance(optimizer, Optimizer):
+        return type(optimizer).__name__, []
+    steps = []
+    for _ in range(3):
+        suggested = optimizer.suggest()
+        if not isinstance(suggested, list | tuple | np.ndarray):
+            steps.append(type(suggested).__name__)
+            break
+        steps.append(
+            [list(x) if isinstance(x, list | tuple | np.ndarray) else repr(x) for x in suggested]
+        )
+        if len(suggested) != batch or any(sample_mistake(x) for x in suggested):
+            break
+        optimizer.observe(suggested, [PRACTICE(list(x)) for x in suggested])
+    optimizer.finished()
+    return None, steps
+
+
+@pytest.mark.parametrize("batch", [1, 3, 8])
+def test_make_optimizer_follows_xtcs_interface(learner_module, batch):
+    wrong_type, steps = learner_module.run(suggestions, batch)
+    if wrong_type:
         fail(
-            f"make_optimizer() returned a {type(optimizer).__name__}: return an instance of "
+            f"make_optimizer() returned a {wrong_type}: return an instance of "
             "your own subclass of xtc.itf.search.optimizer.Optimizer, as XTC's optimizers are"
         )
-    for step in range(1, 4):
-        suggested = optimizer.suggest()
-        listed = isinstance(suggested, list | tuple | np.ndarray)
+    for step, suggested in enumerate(steps, 1):
+        listed = isinstance(suggested, list)
         if not listed or len(suggested) != batch:
-            given = len(suggested) if listed else f"a {type(suggested).__name__}, not a list of"
+            given = len(suggested) if listed else f"a {suggested}, not a list of"
             fail(
                 f"make_optimizer(): with batch={batch}, suggest() call {step} gave {given} "
                 f"samples. Give a list of exactly `batch`: XTC evaluates suggest()[:batch] "
@@ -107,11 +130,11 @@ def test_make_optimizer_follows_xtcs_interface(learner_module, batch):
         for sample in suggested:
             if mistake := sample_mistake(sample):
                 fail(f"make_optimizer(): with batch={batch}, suggest() gave {mistake}")
-        optimizer.observe(suggested, [PRACTICE(list(x)) for x in suggested])
-    optimizer.finished()
 
 
-def test_make_optimizer_is_reproducible_for_a_seed(learner_module):
+def two_runs(module):
+    """In your module's process: the samples two optimizers made with seed 7 evaluate,
+    each told the practice landscape's values."""
     runs = []
     for _ in range(2):
         evaluated = []
@@ -120,8 +143,13 @@ def test_make_optimizer_is_reproducible_for_a_seed(learner_module):
             evaluated.extend(race.plain(in_x))
             return [PRACTICE(x) for x in race.plain(in_x)]
 
-        race.drive(learner_module.make_optimizer(race.sample_fn, 3, 7), evaluate, 16, 3)
+        race.drive(module.make_optimizer(race.sample_fn, 3, 7), evaluate, 16, 3)
         runs.append(evaluated)
+    return runs
+
+
+def test_make_optimizer_is_reproducible_for_a_seed(learner_module):
+    runs = learner_module.run(two_runs)
     if runs[0] != runs[1]:
         fail(
             "make_optimizer(): two optimizers made with the same seed and told the same "
@@ -132,7 +160,7 @@ def test_make_optimizer_is_reproducible_for_a_seed(learner_module):
 
 
 def test_make_optimizer_learns_and_beats_random_sampling(learner_module, record_perf):
-    result = race.race_against_random(learner_module.make_optimizer)
+    result = race.race_against_random(learner_module)
     record_perf(
         median_best=result.learner_median,
         random_median_best=result.random_median,
@@ -147,11 +175,24 @@ def test_make_optimizer_learns_and_beats_random_sampling(learner_module, record_
 # --- search -------------------------------------------------------------------------------
 
 
+def searched(module, budget, batch, seed):
+    """In your module's process: search() driving a recorded RandomOptimizer on the
+    practice landscape; what it returned, evaluated, and did with the optimizer."""
+    evaluate, calls = counting(PRACTICE)
+    optimizer = Recorder(race.random_optimizer(race.sample_fn, batch, seed))
+    results = module.search(optimizer, evaluate, budget)
+    recorded = {
+        "suggested": optimizer.suggested,
+        "observed": optimizer.observed,
+        "finished": optimizer.finished_calls,
+        "unobserved": optimizer.unobserved_at_suggest,
+    }
+    return [(list(s), v) for s, v in results], calls, recorded
+
+
 @pytest.mark.parametrize("budget, batch", [(1, 4), (10, 4), (13, 4), (10, 3), (5, 1)])
 def test_search_spends_exactly_the_budget(learner_module, budget, batch):
-    evaluate, calls = counting(PRACTICE)
-    optimizer = Recorder(race.random_optimizer(race.sample_fn, batch, 1))
-    results = learner_module.search(optimizer, evaluate, budget)
+    results, calls, optimizer = learner_module.run(searched, budget, batch, 1)
     where = f"search(): with a budget of {budget} and batches of {batch}"
     if len(calls) != budget:
         fail(
@@ -162,10 +203,10 @@ def test_search_spends_exactly_the_budget(learner_module, budget, batch):
         fail(f"{where}, return every evaluated sample, in the order evaluated")
     if [v for _, v in results] != [PRACTICE(s) for s in calls]:
         fail(f"{where}, return each sample with its value: (sample, evaluate(sample))")
-    if [s for x, _ in optimizer.observed for s in x] != calls:
+    if [s for x, _ in optimizer["observed"] for s in x] != calls:
         fail(f"{where}, observe() every evaluated sample, in the order evaluated")
-    if optimizer.finished_calls != 1:
-        fail(f"{where}, call finished() once, at the end ({optimizer.finished_calls} calls)")
+    if optimizer["finished"] != 1:
+        fail(f"{where}, call finished() once, at the end ({optimizer['finished']} calls)")
 
 
 def test_search_observes_each_batch_before_the_next_suggest(learner_module):
@@ -173,21 +214,20 @@ def test_search_observes_each_batch_before_the_next_suggest(learner_module):
     # way the optimizer knows every value before it suggests again. (An outside learner's
     # search observed each sample as soon as it was evaluated and failed with "the
     # optimizer chooses without knowing": issue 20.)
-    optimizer = Recorder(race.random_optimizer(race.sample_fn, 4, 2))
-    learner_module.search(optimizer, PRACTICE, 12)
-    if len(optimizer.suggested) != 3:
+    _, _, optimizer = learner_module.run(searched, 12, 4, 2)
+    if len(optimizer["suggested"]) != 3:
         fail(
-            f"search(): {len(optimizer.suggested)} suggest() calls for 12 samples in "
+            f"search(): {len(optimizer['suggested'])} suggest() calls for 12 samples in "
             "batches of 4: evaluate every sample of a batch before asking for the next"
         )
-    if unknown := max(optimizer.unobserved_at_suggest, default=0):
+    if unknown := max(optimizer["unobserved"], default=0):
         fail(
             f"search(): suggest() was called with {unknown} evaluated samples not yet "
             "observed: observe() each batch's values before asking for the next batch, or "
             "the optimizer chooses without knowing them"
         )
-    observed = [s for x, _ in optimizer.observed for s in x]
-    if observed != [s for batch in optimizer.suggested for s in batch]:
+    observed = [s for x, _ in optimizer["observed"] for s in x]
+    if observed != [s for batch in optimizer["suggested"] for s in batch]:
         fail("search(): observe() the samples exactly as suggest() gave them, in order")
 
 
@@ -198,9 +238,7 @@ def test_search_observes_each_batch_before_the_next_suggest(learner_module):
 def test_make_optimizer_runs_inside_xtcs_exploration(
     learner_module, backend, workdir, peak, record_perf
 ):
-    found = race.explore_for_real(
-        learner_module.make_optimizer, backend.name, str(workdir.path), peak()
-    )
+    found = race.explore_for_real(learner_module, backend.name, str(workdir.path), peak())
     if mistakes := race.exploration_mistakes(found):
         listed = "\n".join(f"  - {m}" for m in mistakes)
         fail(f"make_optimizer(): in XTC's exploration on {backend.name}:\n{listed}")

@@ -32,16 +32,13 @@ Three things keep the verdict honest:
 
 from __future__ import annotations
 
-import faulthandler
 import hashlib
 import math
-import multiprocessing
 import multiprocessing.connection
 import random
 import secrets
 import statistics
 import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -49,7 +46,9 @@ from typing import Any
 
 import numpy as np
 
+from xtc_katas.checks.learner import Learner, run_probe
 from xtc_katas.kata.failures import KataFailure
+from xtc_katas.measure.isolation import Worker, ask
 
 #: The space searched: XTC's Strategy_PPRPRPvr on the tutorial's strategy problem, with a
 #: fixed vector width, so that the space is the same on every machine.
@@ -267,72 +266,6 @@ def run_learner(
         drive(make_optimizer(sample_fn, batch, seed), evaluate, budget, batch)
 
 
-def _learner_child(
-    connection: Any,
-    make_optimizer: Callable[[SampleFn, int, int], Any],
-    seeds: Sequence[int],
-    budget: int,
-) -> None:
-    """The child's side: run the searches, asking the parent for every batch's values."""
-    faulthandler.disable()  # the parent reports a crash in one line (isolation.py)
-
-    def ask(seed: int, samples: list[Sample]) -> list[float]:
-        connection.send(("evaluate", (seed, samples)))
-        return connection.recv()
-
-    try:
-        run_learner(make_optimizer, ask, seeds, budget)
-        connection.send(("done", None))
-    except BaseException as exc:  # sent back whole, raised again in the parent
-        exc.add_note("".join(traceback.format_exception(exc)).rstrip())
-        try:
-            connection.send(("error", exc))
-        except Exception:  # an exception that does not pickle: send its text
-            connection.send(("error", RuntimeError("".join(traceback.format_exception(exc)))))
-    finally:
-        connection.close()
-
-
-class LearnerProcess:
-    """The learner's searches in a forked child, which asks the parent for each value.
-
-    Forked before the race's secret exists: the child holds no trace of the landscapes.
-    """
-
-    def __init__(
-        self, make_optimizer: Callable[[SampleFn, int, int], Any], seeds: Sequence[int], budget: int
-    ) -> None:
-        context = multiprocessing.get_context("fork")
-        self.connection, child = context.Pipe(duplex=True)
-        self.process = context.Process(
-            target=_learner_child, args=(child, make_optimizer, seeds, budget), daemon=True
-        )
-        self.process.start()
-        child.close()
-
-    def answer(self, oracle: Oracle) -> bool:
-        """Answer the child's next request with `oracle`; True once its searches are done."""
-        try:
-            kind, payload = self.connection.recv()
-        except EOFError:
-            self.process.join()
-            raise KataFailure(
-                "12_optimizer › make_optimizer(): the process running your optimizer died "
-                f"(exit code {self.process.exitcode}) during the race"
-            ) from None
-        if kind == "evaluate":
-            self.connection.send(oracle(*payload))
-        elif kind == "error":
-            raise payload
-        return kind == "done"
-
-    def close(self) -> None:
-        self.connection.close()
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join()
-
-
 @dataclass
 class OptimizerRace:
     """Per seed, the learner's run, its placebo (the other run, scored on this run's
@@ -419,14 +352,15 @@ class OptimizerRace:
             )
         if not self.learns:
             advice.append(
-                "your suggestions hardly depend on what observe() told you. Keep the best "
-                "sample observed so far and suggest samples near it (draw many with "
-                "sample_fn, they are free, and keep the nearest, in octaves)"
+                "your suggestions hardly depend on what observe() told you: let the values "
+                "you observed decide what you suggest next (the lesson's exploit and "
+                "explore; xtc-katas hint 12)"
             )
         if self.learns and not self.beats_random:
             advice.append(
                 "your optimizer learns, but not enough to beat random sampling at this "
-                "budget: spend fewer samples at random, and search nearer the best one"
+                "budget: revisit the balance of exploring and exploiting, and what 'near' "
+                "means for tile sizes (the lesson)"
             )
         return (
             f"12_optimizer › make_optimizer(): over {seeds} seeds (budget {BUDGET}, batches "
@@ -441,11 +375,27 @@ class OptimizerRace:
         )
 
 
-def serve(children: dict[LearnerProcess, Oracle], seeds: int, budget: int) -> None:
-    """Answer both children as their requests come (they run side by side, one per core)
+#: The optimizer a race's worker holds (in the worker only).
+_HELD: list[Callable[[SampleFn, int, int], Any]] = []
+
+
+def _hold(make_optimizer: Callable[[SampleFn, int, int], Any] | None) -> None:
+    _HELD[:] = [make_optimizer] if make_optimizer else []
+
+
+def searches(module: Any, seeds: Sequence[int], budget: int) -> None:
+    """In a race's worker: every seed's search, each batch's values asked of the parent,
+    which alone holds the landscapes. The optimizer is the one the worker holds, or the
+    learner's module's."""
+    make = _HELD[0] if _HELD else module.make_optimizer
+    run_learner(make, lambda seed, samples: ask((seed, samples)), seeds, budget)
+
+
+def serve(workers: dict[Worker, Oracle], seeds: int, budget: int) -> None:
+    """Answer both workers' questions as they come (they run side by side, one per core)
     until both are done, or TIME_LIMIT_S is over."""
     deadline = time.monotonic() + TIME_LIMIT_S
-    waiting = {child.connection: child for child in children}
+    waiting = {worker.connection: worker for worker in workers}
     while waiting:
         ready = multiprocessing.connection.wait(
             list(waiting), timeout=max(0.0, deadline - time.monotonic())
@@ -458,43 +408,53 @@ def serve(children: dict[LearnerProcess, Oracle], seeds: int, budget: int) -> No
                 "refitting a model at every call may not be."
             )
         for connection in ready:
-            child = waiting[connection]
-            if child.answer(children[child]):
+            worker = waiting[connection]
+            done, _ = worker.step(lambda question, w=worker: workers[w](*question))
+            if done:
                 del waiting[connection]
 
 
 def race_against_random(
-    make_optimizer: Callable[[SampleFn, int, int], Any],
+    optimizer: Learner | Callable[[SampleFn, int, int], Any],
     seeds: Sequence[int] = SEEDS,
     budget: int = BUDGET,
     secret: int | None = None,
     isolated: bool = True,
 ) -> OptimizerRace:
-    """Race `make_optimizer` against RandomOptimizer on landscapes drawn from a new secret.
+    """Race an optimizer (the learner's module, or a make_optimizer) against
+    RandomOptimizer on landscapes drawn from a new secret.
 
-    `isolated=False` runs the learner in this process, where it could find the
-    landscapes: only for trusted optimizers (the harness's simulations, which need speed).
+    The optimizer runs in two workers, forked alike before the secret exists, so they
+    hold no trace of the landscapes. `isolated=False` runs a make_optimizer the harness
+    trusts in this process, where it could find them: its simulations, which need speed.
     """
     import xtc.search.optimizers  # noqa: F401  (sklearn: ~2 s to import, once, before any fork)
 
     space_array(), space_set()  # listed once, before any fork
-    children = []
+    workers: list[Worker] = []
+    learners: list[Learner] = []
     try:
-        if isolated:  # forked before the secret exists
-            children = [LearnerProcess(make_optimizer, seeds, budget) for _ in range(2)]
+        if isinstance(optimizer, Learner) and not optimizer.local:
+            learners = [Learner(optimizer.kata, optimizer.solution) for _ in range(2)]
+            workers = [learner.submit(searches, seeds, budget) for learner in learners]
+        elif isolated:
+            make = optimizer.module.make_optimizer if isinstance(optimizer, Learner) else optimizer
+            workers = [Worker(_hold, make, what="your optimizer") for _ in range(2)]
+            for worker in workers:
+                worker.submit(run_probe, searches, seeds, budget)
         secret = secrets.randbits(128) if secret is None else secret
         oracles = [
             Oracle({seed: landscape(secret, seed, side) for seed in seeds}, budget)
             for side in (0, 1)
         ]
-        if isolated:
-            serve(dict(zip(children, oracles, strict=True)), len(seeds), budget)
+        if workers:
+            serve(dict(zip(workers, oracles, strict=True)), len(seeds), budget)
         else:
             for oracle in oracles:
-                run_learner(make_optimizer, oracle, seeds, budget)
+                run_learner(optimizer, oracle, seeds, budget)  # type: ignore[arg-type]
     finally:
-        for child in children:
-            child.close()
+        for each in [*learners, *workers]:
+            each.close()
     return _score(oracles, seeds, budget, secret)
 
 
@@ -542,19 +502,13 @@ class ExplorationRecord:
 
 
 def explore_for_real(
-    make_optimizer: Callable[[SampleFn, int, int], Any],
-    backend: str,
-    directory: str,
-    peak_flops: float,
+    learner: Learner, backend: str, directory: str, peak_flops: float
 ) -> ExplorationRecord:
     """XTC's `Exploration` (search="iterative") with the learner's optimizer registered in
-    XTC's registry: the search kata 07 did by hand, driven by XTC. In a forked child
-    (isolation.py): a crashing kernel fails the test, not the run."""
-    from xtc_katas.measure.isolation import run_isolated
-
-    return run_isolated(
+    XTC's registry: the search kata 07 did by hand, driven by XTC, in the learner's
+    worker: a crashing kernel fails the test, not the run."""
+    return learner.run(
         _explore,
-        make_optimizer,
         backend,
         directory,
         peak_flops,
@@ -584,7 +538,7 @@ class _Recording:
 
 
 def _explore(
-    make_optimizer: Callable[[SampleFn, int, int], Any],
+    module: Any,
     backend: str,
     directory: str,
     peak_flops: float,
@@ -606,7 +560,7 @@ def _explore(
         def __new__(cls, sample_fn: SampleFn, batch: int, seed: int, config_file: str = ""):
             owner = type(getattr(sample_fn, "__self__", sample_fn)).__name__
             built.append((owner, batch, seed))
-            return _Recording(make_optimizer(sample_fn, batch, seed), calls)
+            return _Recording(module.make_optimizer(sample_fn, batch, seed), calls)
 
     Optimizers._map[REGISTERED_AS] = Registered
     # XTC's driver imports xtc.backends.<name>.Backend itself: hand it the harness's class,
@@ -678,7 +632,7 @@ def exploration_mistakes(found: ExplorationRecord) -> list[str]:
 def remeasure(sample: Sample, backend: Any, workdir: Any) -> Any:
     """The naive schedule and `sample`'s, compiled by the harness, `sample`'s checked
     against numpy, then both timed side by side."""
-    from xtc_katas.checks.learner_schedules import fresh_scheduler
+    from xtc_katas.checks.schedule import fresh_scheduler
     from xtc_katas.kata.problems import STRATEGY
     from xtc_katas.measure.numerics import assert_computes
     from xtc_katas.measure.timing import time_side_by_side

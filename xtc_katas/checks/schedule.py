@@ -1,25 +1,161 @@
-"""Give MLIR learners the diagnostics TVM gives, before anything is compiled.
+"""A schedule from plain data, checked before anything is compiled.
 
-Scheduling primitives only record. TVM validates the recorded loop nest when it builds
-the schedule; MLIR silently ignores an unknown axis name, an interchange that forgets an
-axis, vectorizing a loop that is not innermost, and compiles a parallelized reduction
-into racy code. `check_schedule` inspects `scheduler.get_loop_nest()` (the same
-structure on both backends) and names the mistake and the fix.
+What a learner's function gives crosses the process boundary as plain data
+(checks/learner.py): the primitive calls it made on a recording scheduler (`Call`), or a
+descript spec. Here the harness builds the schedule again from that data on a fresh
+scheduler (`replay`, `schedule_spec`) and checks it. Scheduling primitives only record:
+TVM validates the loop nest when it builds it, while MLIR silently ignores an unknown
+axis, an interchange that forgets one, vectorizing a loop that is not innermost, and
+compiles a parallelized reduction into racy code. `check_schedule` reads
+`scheduler.get_loop_nest()` (the same structure on both backends) and names the mistake
+and the fix, for both.
 """
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from xtc_katas.checks.loop_nests import loop_axes
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
+from xtc_katas.measure.observed import Proxy
 
 if TYPE_CHECKING:
     from xtc_katas.kata.problems import Problem
+    from xtc_katas.measure.backends import KataBackend
 
 
 class ScheduleMistake(KataFailure):
     """A schedule that one backend would reject or silently miscompile."""
+
+
+def fresh_scheduler(backend: KataBackend, problem: Problem) -> tuple[Any, Any]:
+    """XTC's backend object for the harness's own graph, and a new scheduler of the node
+    it schedules (problem.scheduled_node)."""
+    impl = backend.Backend(problem.graph(), **problem.backend_options(backend.name))
+    return impl, impl.get_scheduler(default_node=problem.scheduled_node)
+
+
+#: The scheduling primitives and descript annotations that fuse another node in: kata
+#: 09's baseline is the learner's schedule without them.
+FUSING = ("fuse_consumer_at", "fuse_producer_at")
+FUSING_ANNOTATIONS = ("fuse_consumer", "fuse_producer")
+#: What a scheduler does that reads rather than schedules: never recorded.
+READ_ONLY = ("get_loop_nest", "schedule")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One primitive call a learner's schedule function made on `sch`, as it was made."""
+
+    name: str
+    args: tuple
+    kwargs: dict
+
+    def apply(self, scheduler: Any) -> None:
+        getattr(scheduler, self.name)(*copy.deepcopy(self.args), **copy.deepcopy(self.kwargs))
+
+    def __str__(self) -> str:
+        shown = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"sch.{self.name}({', '.join(shown)})"
+
+
+def recording(scheduler: Any, label: str) -> tuple[Proxy, list[Call]]:
+    """What a learner's f(sch) receives: `scheduler` itself, each primitive call recorded
+    in the list returned alongside once XTC accepted it (XTC's own errors surface at the
+    learner's line). `label` ("09_fusion › schedule_fused") names the function."""
+    calls: list[Call] = []
+
+    def primitive(method: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            made = Call(method.__name__, copy.deepcopy(args), copy.deepcopy(kwargs))
+        except Exception as exc:
+            raise ScheduleMistake(
+                f"{label}(sch): sch.{method.__name__}() got an argument the harness cannot "
+                f"record ({type(exc).__name__}: {exc}): pass lists, dicts, strings and numbers"
+            ) from exc
+        result = method(*args, **kwargs)
+        calls.append(made)
+        return result
+
+    names = [n for n in dir(type(scheduler)) if not n.startswith("_") and n not in READ_ONLY]
+    hooks = {n: primitive for n in names if callable(getattr(type(scheduler), n))}
+    return Proxy(scheduler, **hooks), calls
+
+
+def replay(
+    calls: list[Call], backend: KataBackend, problem: Problem, unfused: bool = False
+) -> tuple[Any, Any]:
+    """The recorded calls on a fresh scheduler: (impl, scheduler). `unfused`: without the
+    fusion calls (FUSING), every node in its own nest: kata 09's baseline."""
+    impl, scheduler = fresh_scheduler(backend, problem)
+    for call in calls:
+        if not (unfused and call.name in FUSING):
+            call.apply(scheduler)
+    return impl, scheduler
+
+
+def without_fusion(spec: Any) -> Any:
+    """A descript spec with its fusion annotations removed, at every depth."""
+    if not isinstance(spec, dict):
+        return spec
+    return {
+        key: without_fusion(value) for key, value in spec.items() if key not in FUSING_ANNOTATIONS
+    }
+
+
+def nest_signature(scheduler: Any) -> list[tuple[Any, ...]]:
+    """The loop nest `scheduler` records, as plain values (one tuple per node, its
+    abstract dims first): equal signatures, the same schedule."""
+    loop_nest = scheduler.get_loop_nest()
+    fields = (
+        "root",
+        "tiles",
+        "splits",
+        "interchange",
+        "vectorize",
+        "parallelize",
+        "unroll",
+        "buffer_at",
+        "pack_at",
+        "fuse_producer_at",
+        "fuse_consumer_at",
+        "external_at",
+    )
+    nodes = [tuple(getattr(node, field, None) for field in fields) for node in loop_nest.nodes]
+    return [tuple(loop_nest.abstract_dims), *nodes]
+
+
+def schedule_spec(
+    kata: str, spec: dict, label: str, backend: KataBackend, problem: Problem
+) -> tuple[Any, Any]:
+    """descript_scheduler on a fresh scheduler, then the schedule checks. `label` says
+    where the spec came from: "split_spec()", "candidate_specs() › '4x16 tile'"."""
+    from xtc.schedules.descript import descript_scheduler
+    from xtc.schedules.exceptions import (
+        ScheduleInterpretError,
+        ScheduleParseError,
+        ScheduleValidationError,
+    )
+
+    impl, scheduler = fresh_scheduler(backend, problem)
+    try:
+        descript_scheduler(
+            scheduler=scheduler,
+            node_name=problem.scheduled_node,
+            abstract_dims=problem.dims,
+            spec=spec,
+        )
+    except (ScheduleParseError, ScheduleInterpretError, ScheduleValidationError) as exc:
+        raise ScheduleMistake(
+            f"{kata} › {label}: descript_scheduler rejected the spec with "
+            f"{type(exc).__name__}: {exc}\n  the spec: {spec!r}\n  Keys are loops, outer to "
+            f'inner: an axis ("{problem.dims[0]}"), a tile ("{problem.vector_axis}#16"), a '
+            f'split segment ("{problem.vector_axis}[0:32]") holding its own nested spec'
+        ) from exc
+    check_schedule(scheduler, kata, label, problem)
+    return impl, scheduler
 
 
 RACES = {"parallelize": "threads would race", "vectorize": "lanes would collide"}

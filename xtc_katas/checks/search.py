@@ -17,7 +17,7 @@ from typing import Any
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.isolation import run_isolated
-from xtc_katas.measure.observed import Observation, timed_module, within_own_times
+from xtc_katas.measure.observed import Observation, Proxy, timed_module, within_own_times
 from xtc_katas.measure.timing import (
     FEW_LONG_ROUNDS,
     fastest_call,
@@ -32,16 +32,10 @@ class SearchMistake(KataFailure):
 
 
 class CompileCounter:
-    """Wraps an XTC Backend class; counts the compiles made through it and keeps the
-    times every evaluator of those compiles returned.
-
-    The learner's generator receives `counter.Backend` instead of the real class; every
-    `Backend(graph).get_compiler(...).compile(schedule)` it makes is counted, and every
-    `module.get_evaluator(...).evaluate()` on what it returns adds its times to that
-    compile's entry in `counter.observations` (measure/observed.py): the very timings
-    the learner's figure comes from, which the honesty check reads instead of timing the
-    kernel again, and whether the module was run at all.
-    """
+    """Counts the compiles a search makes through the Backend class it is handed, and
+    keeps the times every evaluator of those compiles returned: the very timings the
+    learner's figure comes from, which the honesty check reads instead of timing the
+    kernel again, and whether the module was run at all (measure/observed.py)."""
 
     def __init__(self, backend_class: Any) -> None:
         self.compiles = 0
@@ -49,34 +43,21 @@ class CompileCounter:
         self.observations: list[Observation] = []
         #: every dump_file a compiler was asked for, in order
         self.dump_files: list[str] = []
-        counter = self
 
-        class CountingCompiler:
-            def __init__(self, compiler: Any) -> None:
-                self._compiler = compiler
+        def compile(compile: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            self.compiles += 1
+            self.observations.append(Observation())
+            return timed_module(compile(*args, **kwargs), self.observations[-1])
 
-            def compile(self, *args: Any, **kwargs: Any) -> Any:
-                counter.compiles += 1
-                observation = Observation()
-                counter.observations.append(observation)
-                return timed_module(self._compiler.compile(*args, **kwargs), observation)
+        def compiler(get: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("dump_file") is not None:
+                self.dump_files.append(str(kwargs["dump_file"]))
+            return Proxy(get(*args, **kwargs), compile=compile)
 
-            def __getattr__(self, name: str) -> Any:
-                return getattr(self._compiler, name)
+        def backend(make: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            return Proxy(make(*args, **kwargs), get_compiler=compiler)
 
-        class CountingBackend:
-            def __init__(self, *args: Any, **kwargs: Any) -> None:
-                self._impl = backend_class(*args, **kwargs)
-
-            def get_compiler(self, *args: Any, **kwargs: Any) -> Any:
-                if kwargs.get("dump_file") is not None:
-                    counter.dump_files.append(str(kwargs["dump_file"]))
-                return CountingCompiler(self._impl.get_compiler(*args, **kwargs))
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(self._impl, name)
-
-        self.Backend = CountingBackend
+        self.Backend = Proxy(backend_class, __call__=backend)
 
 
 @dataclass
@@ -140,15 +121,10 @@ def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
     return run
 
 
-#: A search ranks its candidates by its own timer, one short measurement each: under load it
-#: can put a slow candidate first. The harness re-times this many of the best it reported,
-#: side by side, and races the fastest. Kata 07's best of 30 TVM samples, under a CPU hog
-#: on an Intel Xeon family 6 model 207 compiled as AVX2, read 21-23x naive in its races
-#: where the reference read 46x: XTC's one-shot timer had ranked a slower sample first.
-#: Three were still too few under `flakecheck --runs 3 --hog katas` on an AMD EPYC family
-#: 23 model 1 (Zen 1, AVX2): the reference's own search, judged on its best three, read
-#: 0.81x the reference's pick once (kata 06, TVM: 19.3x naive against 23.9x, a margin of
-#: 1.15 over the bar) and 0.83x (kata 07, MLIR: 18.6x against 22.5x, 1.18).
+#: A search ranks its candidates by its own timer, one short measurement each: under load
+#: it can put a slow candidate first. The harness re-times this many of the best it
+#: reported, side by side, and races the fastest (docs/timing.md#searches; three were
+#: too few under a CPU hog).
 FINALISTS = 5
 
 
@@ -392,24 +368,13 @@ def retimed_mistakes(
 
     A figure that reads too fast is confirmed before it fails: up to CONFIRMATIONS times,
     the harness compiles the candidate again (`recompile(name)`), times that twin side by
-    side and with XTC's evaluator called as the hint calls it, and keeps the best reading.
-    The same kernel runs at two speeds for seconds at a time on some machines (AMD EPYC
-    family 23 model 1, a 2-vCPU KVM guest, TVM, kata 07's [8, 1, 2] sample: 146 or
-    230-320 us per call, the guest otherwise idle; five compiles of one schedule gave
-    the same machine code at the same offsets, `objdump -d` and `nm`; six twins raced
-    side by side changed speed together, round by round, so the host's other tenants set
-    it, not where the kernel lands: docs/two-speeds-of-one-kernel.md).
-    The learner's search read one speed, the harness's twin the other: CI's solved run
-    once saw 37.3% reported against 24.0% measured (1.55x), and a search run in its own
-    process read 1.48x the best of four twins. So this path is the fallback; a search that
-    times with XTC's evaluator is judged on its own times (observed_mistake).
-
-    A figure that reads too slow is compared with XTC's evaluator called as the hint
-    calls it (`hinted_seconds`), right after: its 20 ms runs lose part of the core on a
-    busy machine where the harness's 0.2 ms samples do not (flakecheck --hog with two
-    other jobs, AMD EPYC family 23 model 1: the reference's search reported 0.10-0.33x
-    the harness's figure). A search that times as the hint says agrees with that reading;
-    one that reports a fraction, or a mean of one run, still does not.
+    side and with XTC's evaluator called as the hint calls it, and keeps the best reading:
+    the same kernel can run at two speeds for seconds at a time on a shared machine
+    (docs/two-speeds-of-one-kernel.md). A figure that reads too slow is compared with
+    XTC's evaluator called as the hint calls it (`hinted_seconds`), right after: its
+    20 ms runs lose part of the core on a busy machine where 0.2 ms samples do not. This
+    path is the fallback; a search that times with XTC's evaluator is judged on its own
+    times (observed_mistake).
     """
 
     def measured(seconds: float) -> float:

@@ -1,10 +1,10 @@
 """The one rule behind every speed judgement: ratios measured in the same run, on this machine.
 
 A learner's machine is any x86-64 laptop or server: AVX2 or AVX-512, Intel or AMD, 2 to
-64 cores. A speedup calibrated on one of them is not a bar on another (kata 04's TVM
-register tile: 56x naive on an AMD EPYC with AVX-512, 36x on an Intel Xeon with
-AVX-512). So every judgement (every perf test, the search katas, `xtc-katas report`, the
-calibration tool) times, side by side in one run (timing.py): the learner's kernel, a
+64 cores. A speedup calibrated on one of them is not a bar on another (docs/calibration/
+has the same schedule at 36x and 56x naive on two AVX-512 CPUs). So every judgement
+(every perf test, the search katas, `xtc-katas report`, the calibration tool) times,
+side by side in one run (timing.py): the learner's kernel, a
 baseline (the naive schedule, or numpy in kata 08), the task's reference solution, and,
 where the task adds one technique to the previous task's, the previous task's
 reference. All figures are speedups over the baseline. The bar is then
@@ -22,7 +22,7 @@ at least 1.15x the previous step's figure). Where it cannot (MLIR's parallel loo
 faster than its sequential register tile), the task's loop-nest shape check is what
 catches it (loop_nests.py).
 
-In words, as the README and the lessons say it (RULE, tests/test_manifest.py checks):
+In words, as the README and the lessons say it (RULE, tests/test_lessons.py checks):
 The bar is 0.7 × the reference's figure in the same run, at most the task's cap; where
 the task races the previous step's reference too, it is raised to at least 1.15 ×
 that step's figure, even above the cap, but never above 0.7 × the reference.
@@ -96,26 +96,27 @@ def step_pays(speedups: Speedups) -> bool:
     return ceiling >= round(ABOVE_PREVIOUS * speedups.previous, 9)
 
 
-def step_note(speedups: Speedups, why: str = "") -> str:
-    """One line when the step does not pay here: both speedups, and `why` if known; ""
-    when it pays or there is no previous step."""
+def step_note(speedups: Speedups, why: str = "", scope: str = "in this run") -> str:
+    """One line when the step did not pay: both speedups, and `why` if known; "" when it
+    paid or there is no previous step. `scope`: "in this run", or "on this machine" once
+    several races agreed (speed_judge.judge_speed)."""
     if step_pays(speedups):
         return ""
     gain = speedups.reference / speedups.previous
     verb = "ran slower than" if gain < 1 else f"gained only {gain:.2f}x over"
     return (
-        f"this step does not pay on this machine: its reference ({speedups.reference:.3g}x) "
-        f"{verb} the previous step's ({speedups.previous:.3g}x) in the same run, and the bar "
-        f"can ask {ABOVE_PREVIOUS:g}x the previous step only where the reference reaches "
-        f"{PAYS:.2f}x it"
-        + (f"; {why}" if why else "")
-        + ". The bar follows this step's reference; the loop-nest test checks the technique"
+        f"this step did not pay {scope}: its reference ({speedups.reference:.3g}x) {verb} "
+        f"the previous step's ({speedups.previous:.3g}x), so the bar follows the reference "
+        f"(it asks {ABOVE_PREVIOUS:g}x the previous step only where the reference reaches "
+        f"{PAYS:.2f}x it) and the loop-nest test checks the technique" + (f"; {why}" if why else "")
     )
 
 
-def bar(speedups: Speedups, cap: float | None = None, why: str = "") -> Bar:
+def bar(
+    speedups: Speedups, cap: float | None = None, why: str = "", scope: str = "in this run"
+) -> Bar:
     """The bar for this run (see the module's docstring for the rule); `why` explains a
-    step that does not pay (the manifest's `no_gain`)."""
+    step that does not pay (the manifest's `no_gain`), `scope` where it did not."""
     relative = HEADROOM * speedups.reference
     reference_part = f"{HEADROOM:g} of the reference's {speedups.reference:.3g}x in this run"
     if cap is not None and cap <= relative:
@@ -141,7 +142,7 @@ def bar(speedups: Speedups, cap: float | None = None, why: str = "") -> Bar:
                     f"{ABOVE_PREVIOUS:g}x of it ({above:.3g}x) would be above the reference's "
                     f"own margin"
                 )
-    return Bar(value, reason, step_note(speedups, why))
+    return Bar(value, reason, step_note(speedups, why, scope))
 
 
 def judge(
@@ -152,6 +153,7 @@ def judge(
     advice: str,
     details: str = "",
     why: str = "",
+    scope: str = "in this run",
 ) -> Bar:
     """Raise a KataFailure naming the figures and the next step, or return the bar met.
 
@@ -159,7 +161,7 @@ def judge(
     (4x32x512 float32 matmul)"); `details` adds what the caller knows (% of peak,
     milliseconds, the BLAS kernel).
     """
-    applied = bar(speedups, cap, why)
+    applied = bar(speedups, cap, why, scope)
     if speedups.learner >= applied.value:
         return applied
     lines = [

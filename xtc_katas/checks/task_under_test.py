@@ -1,21 +1,18 @@
-"""The `task` fixture: one task of the kata under test, as its tests use it.
+"""The `task` fixture: one task of the kata under test, the one object its judges take.
 
-A test names its task with a marker, `@pytest.mark.task("schedule_split")`; the fixture
-then knows the function, the problem it runs on (the manifest's `problem`) and the
-backend, so the test reads as the task's three judgements and nothing else:
+A test names its task with a marker, `@pytest.mark.task("schedule_split")`; the object
+then knows the function, the learner's module behind its process boundary, the problem
+it runs on (the manifest's `problem`), the backend and the threads, so the test reads as
+the task's three judgements and nothing else:
 
     @pytest.mark.task("schedule_split")
     def test_schedule_split_computes_the_matmul(task):
         task.assert_computes()
 
-Every call builds on a fresh scheduler. A kernel is compiled once per pytest session:
-the computes test, the speed test and kata 08's numpy race of a task read one module
-(`compiled`), so a learner's `pytest katas/10_gemm -k gemm_pack` pays one compile of
-their kernel, not one per test. That is safe within a session only: the learner's module
-is imported once per session, so its code cannot change under it; the next run (a save,
-`watch`, the notebook's run button) is a new process and compiles afresh. Nothing here
-is ever written to disk (the on-disk cache, module_cache.py, never holds a learner's
-kernel).
+A kernel is compiled once per pytest session: the computes test, the speed test and a
+numpy race of a task read one module (`compiled`). That is safe within a session only:
+each run (a save, `watch`, the notebook's run button) is a new process and compiles
+afresh. A learner's kernel is never written to the on-disk cache (module_cache.py).
 """
 
 from __future__ import annotations
@@ -24,19 +21,19 @@ import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from xtc_katas.checks import loop_nests
-from xtc_katas.checks.learner_schedules import TaskKind, kind_of
+import msgspec
+
+from xtc_katas.checks import kinds, loop_nests
+from xtc_katas.checks.learner import Learner
 from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import numerics
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.workdir import Workdir
 
-if TYPE_CHECKING:  # annotations only: the plugin hands a SpeedJudge in
-    from xtc_katas.checks.speed_judge import SpeedJudge
+if TYPE_CHECKING:
     from xtc_katas.checks.speed_rule import Bar
 
 #: The inputs every numerics check feeds: random, signed, and the edge values.
@@ -46,71 +43,96 @@ INPUT_KINDS = ("random", "signed", "edge")
 _COMPILED: dict[tuple[Any, ...], Any] = {}
 
 
+_REFERENCES: dict[str, Learner] = {}
+
+
+def reference_learner(kata: Kata) -> Learner:
+    """The kata's reference solution, run in this process: the harness's own code."""
+    if kata.id not in _REFERENCES:
+        _REFERENCES[kata.id] = Learner(kata, solution=True, local=True)
+    return _REFERENCES[kata.id]
+
+
 @dataclass
 class TaskUnderTest:
     kata: Kata
     task: Task
-    module: ModuleType  # the learner's stub module, or the reference with --solutions
+    learner: Learner  # the learner's module, or the reference's with --solutions
     backend: KataBackend
     workdir: Workdir
-    speed_judge: SpeedJudge
-    #: The race against numpy (race_against_numpy.assert_keeps_up_with_numpy), handed
-    #: in by the plugin as the speed judge is.
-    numpy_judge: Callable[[TaskUnderTest, str], Bar]
-    #: The test's fixtures by name (request.getfixturevalue): a race against numpy times
-    #: numpy with pytest-benchmark's `benchmark`, asked for only then.
-    fixture: Callable[[str], Any]
-    #: The threads its kernel is scheduled for, for a kind scheduled per thread count
-    #: (kata 08's: `task.on_threads(n)`); every other kind ignores it.
-    threads: int = 1
+    #: Single-core FMA/s of this machine (measured on first call; machine_peak.py) and the
+    #: record of the test's figures (the plugin's fixtures): what a speed verdict reports.
+    peak: Callable[[], float] = lambda: 1.0
+    record: Callable[..., None] = lambda **figures: None
+    #: Probe the peak again when a kernel ran faster than it; True if it rose.
+    reprobe: Callable[[], bool] = lambda: False
+    #: The problem it runs on: the manifest's `problem` unless given.
+    problem: Problem | None = None
+    #: The threads its kernel is scheduled and raced on: `on_threads(n)` for a kind
+    #: scheduled per thread count (kata 08's f(sch, threads)); None, the runtimes' default
+    #: (every core: backends.set_thread_defaults), which a sequential kernel leaves idle.
+    threads: int | None = None
+
+    @property
+    def cores(self) -> int:
+        """The cores its % of peak is of: its threads, every core for a parallel task."""
+        return self.threads or ((os.cpu_count() or 1) if self.task.parallel else 1)
+
+    @classmethod
+    def of_module(
+        cls,
+        kata: Kata,
+        function: str,
+        module: Any,
+        backend: KataBackend,
+        problem: Problem | None = None,
+        threads: int | None = None,
+    ) -> TaskUnderTest:
+        """The task of `function` on a module already imported, run in this process: a
+        harness test's planted answer, or a reference."""
+        task = kata.task(function)
+        if task is None:
+            raise LookupError(f"{kata.id} has no task {function} (katas/manifest.toml)")
+        learner = Learner.wrapping(kata, module)
+        return cls(kata, task, learner, backend, None, problem=problem, threads=threads)  # type: ignore[arg-type]
 
     def on_threads(self, threads: int) -> TaskUnderTest:
-        """The same task, its kernel scheduled for `threads` threads."""
+        """The same task, its kernel scheduled for and raced on `threads` threads."""
         return dataclasses.replace(self, threads=threads)
 
     @property
     def function(self) -> str:
         return self.task.function
 
-    @property
-    def problem(self) -> Problem:
-        if self.task.problem not in PROBLEMS:
-            raise LookupError(f"{self.kata.id}.{self.function}: no problem in the manifest")
-        return PROBLEMS[self.task.problem]
+    def __post_init__(self) -> None:
+        if self.problem is None:
+            self.problem = PROBLEMS.get(self.task.problem)
 
     @property
-    def kind(self) -> TaskKind:
-        """The task's kind (learner_schedules.KINDS): how its function becomes a schedule."""
-        return kind_of(self.task)
+    def kind(self) -> kinds.Kind:
+        return kinds.kind_of(self.task)
 
-    def scheduled(self, unfused: bool = False) -> tuple[Any, Any]:
-        """(XTC backend, scheduler) after the learner's function, checked by the harness;
-        `unfused`: with the function's fusion left out."""
-        return self.kind.schedule(
-            self.kata, self.module, self.function, self.backend, self.problem, unfused, self.threads
-        )
-
-    def scheduled_pair(self) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
-        """((backend, scheduler) fused, (backend, scheduler) unfused), both from ONE call
-        of the learner's function: the unfused one is that schedule minus its fusion."""
-        return self.kind.schedule_pair(
-            self.kata, self.module, self.function, self.backend, self.problem
-        )
+    def reference(self, name: str | None = None) -> TaskUnderTest:
+        """A reference solution of the manifest (`name`: "function" or "NN_kata.function",
+        default the task's `reference`, else its own function) as a task under test, on
+        the same backend, problem and threads: built and raced as the learner's kernel."""
+        owner, function = self.kata.solution_of(name or self.task.reference or self.function)
+        task = owner.task(function)
+        if task is None:
+            raise LookupError(f"{owner.id} has no task {function} (katas/manifest.toml)")
+        task = msgspec.structs.replace(task, problem=self.task.problem, baseline=self.task.baseline)
+        return dataclasses.replace(self, kata=owner, task=task, learner=reference_learner(owner))
 
     def memo(self, what: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-        """`build()`, once per session for this module's function on this backend,
-        problem, thread count and ISA (`what` says which of its kernels); a failure is
-        not kept, so each test that asks meets it."""
+        """`build()`, once per session for this learner's function on this backend,
+        problem, thread count and ISA; a failure is not kept, so each test meets it."""
         key = (
-            # the function object itself: a module re-imported, or a function replaced
-            # (a harness test's monkeypatch), is a new key; the key keeps it alive, so
-            # its id is never reused
-            getattr(self.module, self.function, None),
-            getattr(self.module, "__file__", None),
+            self.learner,  # kept alive by the key: its id is never reused
             self.kata.id,
             self.function,
             self.backend.name,
-            self.task.problem,
+            repr(self.problem),
+            self.task.baseline,
             self.threads,
             os.environ.get("XTC_KATAS_ISA", ""),
             *what,
@@ -119,17 +141,40 @@ class TaskUnderTest:
             _COMPILED[key] = build()
         return _COMPILED[key]
 
-    def compiled(self, unfused: bool = False) -> Any:
-        """The learner's kernel (`unfused`: with its fusion left out), compiled once per
-        session (memo)."""
+    def scheduled(self) -> kinds.Built:
+        """(XTC backend, checked scheduler) of the learner's function."""
+        return kinds.schedules(self)[0]
 
-        def build() -> Any:
-            impl, scheduler = self.scheduled(unfused)
-            stem = f"{self.function}{'_unfused' if unfused else ''}"
-            stem += f"_{self.threads}threads" if self.threads != 1 else ""
-            return self.workdir.compile(impl, scheduler.schedule(), stem=stem)
+    def compiled_pair(self) -> tuple[Any, Any]:
+        """(the kernel, its unfused twin or None), compiled once per session from ONE call
+        of the function; a reference's is kept in the on-disk cache (module_cache.py)."""
 
-        return self.memo(("one", unfused), build)
+        def build() -> tuple[Any, Any]:
+            fused, unfused = kinds.schedules(self, twin=self.task.baseline == "unfused")
+            stem = self.function + (f"_{self.threads}threads" if self.threads else "")
+            return self.compile(fused, stem), (
+                self.compile(unfused, f"{stem}_unfused", unfused=True) if unfused else None
+            )
+
+        return self.memo(("compiled",), build)
+
+    def compiled(self) -> Any:
+        return self.compiled_pair()[0]
+
+    def compile(self, built: kinds.Built, stem: str, unfused: bool = False) -> Any:
+        """`built` compiled in the work dir; a reference's through the on-disk cache."""
+        impl, scheduler = built
+        key = None
+        if self.learner.local and self.learner.solution:  # a reference: cached on disk
+            key = {
+                "kernel": "solution",
+                "kata": self.kata.id,
+                "function": self.function,
+                "unfused": unfused,
+                "threads": self.threads,
+                "problem": repr(self.problem),
+            }
+        return self.workdir.compile(impl, scheduler.schedule(), stem, cache_key=key)
 
     def loop_nest(self) -> Any:
         return self.scheduled()[1].get_loop_nest()
@@ -156,25 +201,12 @@ class TaskUnderTest:
             mistakes = self.shape_mistakes()
         loop_nests.require(mistakes, self.kata.id, self.function)
 
-    def assert_speed(self, advice: str = "") -> Bar:
-        """Race the learner's kernel against naive, the reference and the previous task's
-        reference (speed_judge.py), or, for a task whose baseline is "unfused", against
-        itself unfused (one call's schedule, and the same minus its fusion), or, for a
-        kind raced against numpy (kata 08), with its reference against numpy on
-        `threads` threads (race_against_numpy.py); assert this run's bar (speed_rule.py).
-        `advice`: the failure's "next:" line when the test knows the cause from the loop
-        nest (default: the task's last hint)."""
-        if self.kind.numpy_race:
-            return self.numpy_judge(self, advice)
-        if self.task.baseline == "unfused":  # both from one call of the function
-            learner, unfused = self.memo(
-                ("pair",),
-                lambda: self.kind.compiled(
-                    self.kata, self.module, self.task, self.backend, self.problem, self.workdir
-                ),
-            )
-        else:  # the kernel the computes test compiled
-            learner, unfused = self.compiled(), None
-        return self.speed_judge(
-            self.function, self.problem, learner, advice, learner_unfused=unfused
-        )
+    def assert_speed(self, advice: str = "", kernel: Any = None, **recorded: Any) -> Bar:
+        """Race the learner's kernel (or `kernel`, a compiled module of this task's problem:
+        a search's best) against its baseline, the reference and the previous step's
+        reference, on this machine; assert this run's bar (speed_judge.py). `advice`:
+        the failure's "next:" line when the test knows the cause (default: the task's last
+        hint); `recorded`: more figures for the summary."""
+        from xtc_katas.checks import speed_judge
+
+        return speed_judge.judge_speed(self, advice, kernel, **recorded)

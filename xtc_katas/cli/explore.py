@@ -8,7 +8,7 @@ First the peak every % divides by (machine_peak.py), with XTC's evaluate_flops b
 it when the two differ by more than 5%. For each backend: the naive schedule's % of peak
 (the baseline), a progress bar with the best candidate so far, the top-10 table (and,
 when the best reads above 100%, why), and a PNG plot whose path is printed (its title
-names the machine). The search runs in a child process (isolation.iterate_isolated).
+names the machine). The search runs in a child process (checks/learner.py).
 """
 
 from __future__ import annotations
@@ -16,20 +16,18 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 from xtc_katas import ROOT
-from xtc_katas.checks.learner_schedules import feeder_of, fresh_scheduler, kind_of
+from xtc_katas.checks.kinds import feeder_of, kind_of, search_probe
+from xtc_katas.checks.learner import Learner
+from xtc_katas.checks.schedule import fresh_scheduler
 from xtc_katas.cli import search_view
-from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata, Task, find
 from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
-from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, iterate_isolated
+from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S
 from xtc_katas.measure.timing import (
     FEW_LONG_ROUNDS,
     format_percent,
@@ -52,24 +50,6 @@ def search_task(kata: Kata) -> Task | None:
     return explored_task(kata, "search")
 
 
-def searching(
-    kata: Kata,
-    module: ModuleType,
-    backend: KataBackend,
-    problem: Problem,
-    peak: float,
-    num: int,
-    seed: int,
-) -> Iterator[tuple[int, int, Any, float]]:
-    """The learner's search, called as its tests call it (the manifest's kinds say how)."""
-    graph = problem.graph()
-    search = search_task(kata)
-    assert search is not None
-    feed = getattr(module, feeder_of(kata, search).function)
-    explore = getattr(module, search.function)
-    return kind_of(search).run_search(explore, feed, graph, backend, peak, num, seed)
-
-
 def baseline_percent(
     backend: KataBackend, problem: Problem, peak: float, workdir: Workdir
 ) -> float:
@@ -87,8 +67,8 @@ def optimizer_convergence(kata: Kata, args: argparse.Namespace) -> int:
     from xtc_katas.checks import optimizer_race
 
     function = explored_task(kata, "optimizer").function
-    module = loader.load(kata, solution=args.solutions)
-    result = optimizer_race.race_against_random(getattr(module, function))
+    with Learner(kata, solution=args.solutions) as learner:
+        result = optimizer_race.race_against_random(learner)
     side = "solution" if args.solutions else "yours"
     print(
         f"{kata.id} ({side}) on the cost model, {len(result.learner)} seeds, budget "
@@ -130,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{kata.id} has no search to run: explore runs katas 06, 07 and 12")
     from xtc_katas.measure.machine_peak import peak_fmas_per_s, peak_note, peak_source
 
-    module = loader.load(kata, solution=args.solutions)
+    learner = Learner(kata, solution=args.solutions)
+    feed = feeder_of(kata, search)
     problem = PROBLEMS[search.problem]
     peak = peak_fmas_per_s()
     print(f"peak: {peak_source()}")
@@ -149,12 +130,13 @@ def main(argv: list[str] | None = None) -> int:
                 baseline = baseline_percent(backend, problem, peak, workdir)
                 shown = format_percent(baseline, 2)
                 print(f"\n{kata.id} on {name}, {problem.label}: naive {shown} of peak")
-                # In a child process, streamed item by item: a crashing candidate stops the
-                # search with a message, and no kernel runs in this process.
-                items = iterate_isolated(
-                    searching,
-                    kata,
-                    module,
+                # In the learner's process, streamed item by item: a crashing candidate
+                # stops the search with a message, and no kernel runs in this process.
+                items = learner.iterate(
+                    search_probe,
+                    search.function,
+                    feed.function,
+                    kind_of(search).feeds_on,
                     backend,
                     problem,
                     peak,
@@ -176,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"plot: {png}")
         finally:
             os.chdir(cwd)
+            learner.close()
     return 0
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 from xtc_katas import ROOT
+from xtc_katas.grade import grade_command  # before main() leaves the launch dir
 from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import Kata, Task, find, katas
 from xtc_katas.kata.progress import BestFigure, KataStatus, kata_status
@@ -27,7 +27,6 @@ from xtc_katas.measure import cpu_reading
 from xtc_katas.measure.backends import BACKENDS
 from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
 
-HINT_STATE = progress.cache_file(key="xtc-katas/hints")
 #: The exit code when another run holds the repository's lock: EX_TEMPFAIL (try again
 #: later), distinct from pytest's own codes 0-5 that `run` passes through.
 BUSY_EXIT = 75
@@ -123,7 +122,7 @@ def render_next_step(statuses: list[KataStatus]) -> str:
     if failure:
         lines.append(f"  first failure: {failure.message or 'see pytest output'}")
     task = next((t for t in kata.tasks if failure and t.function in failure.tasks), kata.tasks[0])
-    _, hint = next_hint(kata, task)
+    _, hint = progress.next_hint(kata, task)
     lines.append(f"  hint ({task.function}): {hint}")
     lines.append(f"  more: xtc-katas hint {kata.number} {task.function}")
     lines.append(f"  run:  xtc-katas run {kata.number}    (or: pytest katas/{kata.id})")
@@ -139,25 +138,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    kata = find(args.kata) if args.kata else _current_kata()
+    kata = find(args.kata) if args.kata else progress.current_kata()
     extra = [f"--backend={b}" for b in args.backend or []]
     code = pytest_kata(kata, extra + list(args.pytest_args), quiet=False)
     status = kata_status(kata, progress.read())
     print(f"\n{kata.id}: {status.state}, {status.tasks_passed}/{len(kata.tasks)} tasks passed")
     return code
-
-
-def _current_kata() -> Kata:
-    results = progress.read()
-    return next((k for k in katas() if kata_status(k, results).state != "passing"), katas()[-1])
-
-
-def _hint_state() -> dict[str, int]:
-    try:
-        state = json.loads(HINT_STATE.read_text())
-    except (OSError, ValueError):
-        return {}
-    return state if isinstance(state, dict) else {}
 
 
 def _hint_task(kata: Kata, function: str | None) -> Task:
@@ -180,23 +166,10 @@ def _hint_task(kata: Kata, function: str | None) -> Task:
     )
 
 
-def next_hint(kata: Kata, task: Task, advance: bool = False) -> tuple[int, str]:
-    """(index, text) of the task's next hint; `advance` marks it shown."""
-    state = _hint_state()
-    key = f"{kata.id}:{task.function}"
-    shown = state.get(key, 0)
-    index = shown % len(task.hints)
-    if advance:
-        state[key] = shown + 1
-        HINT_STATE.parent.mkdir(parents=True, exist_ok=True)
-        HINT_STATE.write_text(json.dumps(state))
-    return index, task.hints[index]
-
-
 def cmd_hint(args: argparse.Namespace) -> int:
-    kata = find(args.kata) if args.kata else _current_kata()
+    kata = find(args.kata) if args.kata else progress.current_kata()
     task = _hint_task(kata, args.function)
-    index, text = next_hint(kata, task, advance=True)
+    index, text = progress.next_hint(kata, task, advance=True)
     print(f"{kata.id} › {task.function} hint {index + 1}/{len(task.hints)}: {text}")
     if index + 1 == len(task.hints):
         others = [t.function for t in kata.tasks if t is not task]
@@ -240,7 +213,7 @@ def wait_for_change(folder: Path, manual: bool) -> bool:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    kata = find(args.kata) if args.kata else _current_kata()
+    kata = find(args.kata) if args.kata else progress.current_kata()
     extra = [f"--backend={b}" for b in args.backend or []]
     runs = 0
     while True:
@@ -362,7 +335,7 @@ def cmd_notebook(args: argparse.Namespace) -> int:
     """The kata loop in a marimo app (xtc_katas/notebook/): served locally, URL printed."""
     from xtc_katas.notebook import server
 
-    kata = find(args.kata) if args.kata else _current_kata()
+    kata = find(args.kata) if args.kata else progress.current_kata()
     return server.main(kata, port=args.port, browser=not args.no_browser)
 
 
@@ -430,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, default=ROOT / ".xtc-katas" / "report")
     report.set_defaults(func=cmd_report)
     command("show").add_parser(sub)
+    grade_command.add_parser(sub)
     notebook = sub.add_parser(
         "notebook",
         help="the kata loop in a marimo app in your browser: lesson, editor, run, charts",

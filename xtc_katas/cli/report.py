@@ -2,11 +2,10 @@
 
 For every raced task of a passing kata (its kind's `raced`, and its `numpy_race`: kata
 08's 1024^3 schedule, on one thread), it compiles your version and the reference and
-races them exactly as the tests do (speed_judge.race_task: with the naive schedule and
-the previous task's reference; against numpy: timing.NumpyRace), every kernel in a child
-process. Katas 06 and 07 are searches: their rows are the best
-candidate your last test run found, as that run measured it (no reference row:
-re-running the reference search would take minutes).
+races them exactly as the tests do (speed_judge.race: with the naive schedule and the
+previous task's reference, or numpy), every kernel in a child process. Katas 06 and 07
+are searches: their rows are the best candidate your last test run found, as that run
+measured it (no reference row: re-running the reference search would take minutes).
 
 It writes report.json and report.png (speedup and % of peak per task, yours next to the
 reference's, and the machine they were measured on) and prints where. The peak is the
@@ -25,14 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from xtc_katas.checks.learner_schedules import kind_of, tasks_where
-from xtc_katas.checks.speed_judge import cores, race_task
-from xtc_katas.kata import loader, progress
-from xtc_katas.kata.manifest import Kata, Task, katas
-from xtc_katas.kata.problems import PROBLEMS
+from xtc_katas.checks.kinds import kind_of
+from xtc_katas.checks.learner import Learner
+from xtc_katas.checks.speed_judge import race
+from xtc_katas.checks.task_under_test import TaskUnderTest
+from xtc_katas.kata import progress
+from xtc_katas.kata.manifest import Kata, katas
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
-from xtc_katas.measure.timing import ABOVE_PEAK, NumpyRace, format_percent, percent_of_peak
+from xtc_katas.measure.timing import ABOVE_PEAK, format_percent, percent_of_peak
 from xtc_katas.measure.workdir import Workdir
 
 
@@ -40,90 +40,46 @@ def _passing(kata: Kata) -> bool:
     return progress.kata_status(kata, progress.read()).state == "passing"
 
 
-def schedule_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
-    """Each raced task (its kind's `raced`) of a passing kata, raced as its test races it
-    (speed_judge.race_task)."""
+def raced_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
+    """Each raced task of a passing kata (its kind's `raced` or `numpy_race`), raced as its
+    test races it (speed_judge.race): kata 08's on one thread."""
     rows = []
     for kata in katas():
-        tasks = [t for t in tasks_where(kata, "raced") if t.caps]
+        tasks = [t for t in kata.tasks if t.caps and (kind_of(t).raced or kind_of(t).numpy_race)]
         if not tasks or not _passing(kata):
             continue
-        learner_module = loader.load(kata, solution=False)
-        for task in tasks:
-            problem = PROBLEMS[task.problem]
-            # kata 09: raced against itself unfused, both from one call, as its test does
-            learner, unfused = kind_of(task).compiled(
-                kata, learner_module, task, backend, problem, workdir
-            )
-            result, timings = race_task(
-                workdir, kata, task.function, backend, problem, learner, unfused
-            )
-            threads = cores() if task.parallel else 1
+        with Learner(kata, solution=False) as learner:
+            for entry in tasks:
+                task = TaskUnderTest(kata, entry, learner, backend, workdir)
+                if task.kind.numpy_race:
+                    task = task.on_threads(1)
+                result, timings = race(task)
 
-            def percent(name: str, t=timings, p=problem, n=threads) -> float:
-                # the median round, as the speedups and the tests' messages read it
-                return percent_of_peak(p.fmas, t.typical(name), peak, n)
+                def percent(name: str, t=timings, task=task) -> float:
+                    # the median round, as the speedups and the tests' messages read it
+                    return percent_of_peak(task.problem.fmas, t.typical(name), peak, task.cores)
 
-            rows.append(
-                {
-                    "kata": kata.id,
-                    "task": task.function,
-                    "backend": backend.name,
-                    "measure": f"speedup over {task.baseline}",
-                    "yours": result.learner,
-                    "reference": result.reference,
-                    "yours_percent_of_peak": percent("learner"),
-                    "reference_percent_of_peak": percent("reference"),
-                }
-            )
-            print(
-                f"  {kata.id} {task.function}: yours {result.learner:.1f}x "
-                f"({format_percent(percent('learner'))} of peak), "
-                f"reference {result.reference:.1f}x "
-                f"({format_percent(percent('reference'))} of peak)",
-                flush=True,
-            )
+                over = "numpy" if task.kind.numpy_race else entry.baseline
+                rows.append(
+                    {
+                        "kata": kata.id,
+                        "task": entry.function,
+                        "backend": backend.name,
+                        "measure": f"speedup over {over}",
+                        "yours": result.learner,
+                        "reference": result.reference,
+                        "yours_percent_of_peak": percent("learner"),
+                        "reference_percent_of_peak": percent("reference"),
+                    }
+                )
+                print(
+                    f"  {kata.id} {entry.function}: yours {result.learner:.3g}x "
+                    f"({format_percent(percent('learner'))} of peak), "
+                    f"reference {result.reference:.3g}x "
+                    f"({format_percent(percent('reference'))} of peak)",
+                    flush=True,
+                )
     return rows
-
-
-def challenge_row(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict[str, Any]]:
-    """Tasks raced against numpy (their kind's `numpy_race`: kata 08) on one thread: yours
-    and the reference (timing.NumpyRace)."""
-    return [
-        row
-        for kata in katas()
-        for task in tasks_where(kata, "numpy_race")
-        if _passing(kata)
-        for row in large_row(kata, task, backend, workdir, peak)
-    ]
-
-
-def large_row(
-    kata: Kata, task: Task, backend: KataBackend, workdir: Workdir, peak: float
-) -> list[dict[str, Any]]:
-    problem = PROBLEMS[task.problem]
-    modules = {}
-    for side, solution in (("yours", False), ("reference", True)):
-        module = loader.load(kata, solution=solution)
-        impl, scheduler = kind_of(task).schedule(
-            kata, module, task.function, backend, problem, threads=1
-        )
-        modules[side] = workdir.compile(impl, scheduler.schedule(), stem=f"large_{side}")
-    numpy_race = NumpyRace(modules, problem, threads=1).run(rounds=5)
-    return [
-        {
-            "kata": kata.id,
-            "task": f"{task.function} (1 thread)",
-            "backend": backend.name,
-            "measure": "speed relative to numpy",
-            "yours": numpy_race.ratio("yours"),
-            "reference": numpy_race.ratio("reference"),
-            "yours_percent_of_peak": percent_of_peak(problem.fmas, numpy_race.best("yours"), peak),
-            "reference_percent_of_peak": percent_of_peak(
-                problem.fmas, numpy_race.best("reference"), peak
-            ),
-        }
-    ]
 
 
 def search_rows() -> list[dict[str, Any]]:
@@ -207,8 +163,7 @@ def main(args: argparse.Namespace) -> int:
             for name in args.backend or BACKENDS:
                 print(f"measuring on {name} ...", flush=True)
                 backend = KataBackend(name)
-                rows += schedule_rows(backend, workdir, peak)
-                rows += challenge_row(backend, workdir, peak)
+                rows += raced_rows(backend, workdir, peak)
         finally:
             os.chdir(cwd)
     rows += search_rows()

@@ -23,20 +23,21 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from xtc_katas.checks.learner_schedules import (
+from xtc_katas.checks.kinds import (
     EXPLORED,
     EXPLORED_SEED,
     STRATEGY_SEED,
     kind_of,
+    schedules,
     tasks_where,
 )
-from xtc_katas.kata import loader
+from xtc_katas.checks.learner import Learner
+from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.kata.failures import not_implemented
 from xtc_katas.kata.manifest import Kata, find
-from xtc_katas.kata.problems import PROBLEMS, Problem
+from xtc_katas.kata.problems import Problem
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
@@ -48,14 +49,19 @@ VECTOR_REGISTER = re.compile(r"%?\b([xyz]mm)\d+\b")
 
 
 def schedule_of(
-    kata: Kata, module: ModuleType, function: str, backend: KataBackend, args: argparse.Namespace
+    kata: Kata,
+    learner: Learner,
+    function: str,
+    backend: KataBackend,
+    workdir: Workdir,
+    args: argparse.Namespace,
 ) -> tuple[Any, Any, Problem]:
     """(XTC backend, scheduler, problem) of `function`, built as its tests build it: how
     depends on the task's kind in the manifest, never on which kata it is."""
-    task = _task(kata, function)
-    problem = PROBLEMS[task.problem]
-    impl, scheduler = kind_of(task).shown_schedule(kata, module, function, backend, problem, args)
-    return impl, scheduler, problem
+    task = TaskUnderTest(kata, _task(kata, function), learner, backend, workdir)
+    option = getattr(args, task.kind.option, None) if task.kind.option else None
+    (impl, scheduler), _ = schedules(task, option)
+    return impl, scheduler, task.problem
 
 
 def _task(kata: Kata, function: str | None) -> Any:
@@ -149,11 +155,11 @@ def main(args: argparse.Namespace) -> int:
                 for view in views:
                     texts = {}
                     for side in sides:
-                        module = loader.load(kata, solution=side == "reference")
                         try:
-                            impl, scheduler, problem = schedule_of(
-                                kata, module, function or "", backend, args
-                            )
+                            with Learner(kata, solution=side == "reference") as learner:
+                                impl, scheduler, problem = schedule_of(
+                                    kata, learner, function or "", backend, workdir, args
+                                )
                         except NotImplementedError:
                             print(not_implemented(kata, function or ""))
                             print("  (or see the reference's: add --reference)")

@@ -61,58 +61,51 @@ def raise_mistakes(kind: type[KataFailure], heading: str, mistakes: list[str]) -
         raise kind(f"{heading}:\n{listed}")
 
 
-def _frames(tb: TracebackType | None) -> list[tuple[str, str]]:
-    frames = []
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        frames.append((code.co_filename, code.co_name))
-        tb = tb.tb_next
-    return frames
+#: One frame of a traceback printed as text: its file, line, function and source line.
+FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n(?:[ \t]+(\S.*))?')
+
+
+def frames(tb: TracebackType | None, exc: BaseException | None = None) -> list[tuple]:
+    """The traceback's frames, innermost last, as (file, line, function, source). An
+    exception raised in a child process (isolation.py) arrives without its frames: the
+    child's traceback is then in its notes, as text, and its frames are those."""
+    notes = "\n".join(getattr(exc, "__notes__", []))
+    found = [(f, int(n), name, code or "") for f, n, name, code in FRAME.findall(notes)]
+    return found or [(f.filename, f.lineno, f.name, f.line or "") for f in traceback.extract_tb(tb)]
 
 
 def learner_function(
     kata: Kata, tb: TracebackType | None, exc: BaseException | None = None
 ) -> str | None:
-    """The innermost function of the kata's module (stub or solution) in the traceback.
-
-    An exception raised in a child process (isolation.py) arrives without its frames; the
-    child's traceback is then in its notes, as text.
-    """
+    """The innermost function of the kata's module (stub or solution) in the traceback."""
     module_files = {str(kata.stub_path()), str(kata.solution_path())}
-    names = [name for file, name in _frames(tb) if file in module_files]
-    for note in getattr(exc, "__notes__", []):
-        for file, name in re.findall(r'File "([^"]+)", line \d+, in (\w+)', note):
-            if file in module_files:
-                names.append(name)
+    names = [name for file, _, name, _ in frames(tb, exc) if file in module_files]
+    notes = "\n".join(getattr(exc, "__notes__", []))
+    names += re.findall(rf"^while running {re.escape(kata.id)} › (\w+)\(\)", notes, re.M)
     return names[-1] if names else None
 
 
 def _raised_by(tb: TracebackType | None, exc: BaseException) -> str | None:
-    """The function that raised: the innermost frame, or the child's, from its notes."""
-    for note in reversed(getattr(exc, "__notes__", [])):
-        found = re.findall(r'File "[^"]+", line \d+, in (\w+)', note)
-        if found:
-            return found[-1]
-    frames = _frames(tb)
-    return frames[-1][1] if frames else None
+    """The function that raised: the innermost frame."""
+    found = frames(tb, exc)
+    return found[-1][2] if found else None
 
 
-def _raised_in_xtc(tb: TracebackType | None) -> bool:
-    frames = _frames(tb)
-    if not frames:
-        return False
-    parts = Path(frames[-1][0]).parts
+def _raised_in_xtc(tb: TracebackType | None, exc: BaseException) -> bool:
+    """Whether the innermost frame is XTC's."""
+    found = frames(tb, exc)
+    parts = Path(found[-1][0]).parts if found else ()
     return any(p in XTC_PACKAGES for p in parts) and "site-packages" in parts
 
 
-def _failing_line(tb: TracebackType | None) -> str:
+def _failing_line(tb: TracebackType | None, exc: BaseException) -> str:
     """For an error without a message (a bare `assert` in XTC): the line that raised it."""
-    frames = traceback.extract_tb(tb) if tb is not None else []
-    if not frames:
+    found = frames(tb, exc)
+    if not found:
         return "(no message)"
-    last = frames[-1]
-    where = "/".join(Path(last.filename).parts[-3:])
-    return f"(no message) `{(last.line or '').strip()}` in {last.name}(), {where}:{last.lineno}"
+    file, line, name, code = found[-1]
+    where = "/".join(Path(file).parts[-3:])
+    return f"(no message) `{code.strip()}` in {name}(), {where}:{line}"
 
 
 def _where(kata: Kata) -> str:
@@ -167,10 +160,10 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> tuple[
         return None
     if isinstance(exc, NotImplementedError) and _raised_by(tb, exc) == function:
         return not_implemented(kata, function), False
-    if _raised_in_xtc(tb):
+    if _raised_in_xtc(tb, exc):
         return (
             f"{kata.id} › {function}(): XTC rejected it with {type(exc).__name__}: "
-            f"{str(exc) or _failing_line(tb)}\n"
+            f"{str(exc) or _failing_line(tb, exc)}\n"
             f"  Fix the call in {function}() that the traceback below points at.",
             True,
         )

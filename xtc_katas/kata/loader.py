@@ -33,23 +33,18 @@ def module_path(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> 
     return kata.solution_path(root) if solution else kata.stub_path(root)
 
 
-#: What a learner's module may not import or name: the reference solutions, and the
-#: harness (kata 12's hidden cost model lives in xtc_katas.checks, the bar's constants in
-#: xtc_katas.checks.speed_rule), but for HELPERS. Code that reaches it anyway, e.g.
-#: through sys.modules, is caught when it changes it (checks/integrity.py).
-OFF_LIMITS = ("solutions", "xtc_katas")
-#: The harness's modules a learner may use, as kata 08's reference does: its problems, a
-#: work dir with fresh dump files, the side-by-side timing in a child process.
-HELPERS = ("xtc_katas.kata.problems", "xtc_katas.measure.workdir", "xtc_katas.measure.timing")
+#: What a learner's module may not import or name: the reference solutions (the tests
+#: would then judge the reference). The harness is not off limits: the learner's module
+#: runs in a process of its own (checks/learner.py), where changing it changes no verdict.
+OFF_LIMITS = ("solutions",)
 
 
 class ReadsTheReference(KataFailure):
-    """The learner's module imports the reference solution or the harness's judges."""
+    """The learner's module imports the reference solution."""
 
 
 def reference_reads(path: Path) -> list[str]:
-    """Lines of the learner's module that import or name what is off limits (OFF_LIMITS):
-    the tests would then judge the reference, or a judge, instead of the learner."""
+    """Lines of the learner's module that import or name what is off limits (OFF_LIMITS)."""
     try:
         tree = ast.parse(path.read_text(), filename=str(path))
     except (OSError, SyntaxError):
@@ -75,10 +70,7 @@ def reference_reads(path: Path) -> list[str]:
 
 
 def _off_limits(name: str) -> bool:
-    def under(parent: str) -> bool:
-        return name == parent or name.startswith((f"{parent}.", f"{parent}/"))
-
-    return any(under(bad) for bad in OFF_LIMITS) and not any(under(ok) for ok in HELPERS)
+    return any(name == bad or name.startswith((f"{bad}.", f"{bad}/")) for bad in OFF_LIMITS)
 
 
 def load(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> ModuleType:
@@ -89,8 +81,8 @@ def load(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> ModuleT
     if side == "kata" and (reads := reference_reads(path)):
         raise ReadsTheReference(
             f"{kata.id}: {path.name} reads what the tests judge you against "
-            f"({'; '.join(reads)}): the tests would then measure the reference solution or "
-            "the harness, not your code. Remove it and write your own"
+            f"({'; '.join(reads)}): the tests would then measure the reference solution, "
+            "not your code. Remove it and write your own"
         )
     name = f"xtc_katas_{side}_{kata.id}"
     spec = importlib.util.spec_from_file_location(name, path)

@@ -367,10 +367,9 @@ GEMM = Matmul(512, 512, 512)
 #: Kata 11: ResNet18's first 3x3 stage (conv2_x), from XTC's catalogue
 #: (`xtc.artifacts.get_operation("conv2d", "ResNet18_02")`), with its padding of 1.
 RESNET18_02 = Conv2D(1, 56, 56, 64, 3, 3, 64, stride=1, pad=1, layer="ResNet18_02")
-#: Kata 11's parallel task: the same layer on an 8-row image. A parallel call then takes
-#: ~0.12 ms on 2 cores (TVM, AMD EPYC family 26) instead of ~0.9 ms: short enough for the
-#: race's short samples to find both cores free on a busy machine (timing.py). On the
-#: whole layer, under a CPU hog, one solution read 57x and its identical reference 112x.
+#: Kata 11's parallel task: the same layer on an 8-row image, so that a parallel call is
+#: short enough for the race's short samples to find both cores free on a busy machine,
+#: which the whole layer's call is not (docs/timing.md#short-samples).
 RESNET18_02_ROWS8 = Conv2D(1, 8, 56, 64, 3, 3, 64, stride=1, pad=1, layer="ResNet18_02 8 rows")
 #: The problems by the names the manifest's `problem` keys use.
 PROBLEMS: dict[str, Problem] = {
@@ -384,3 +383,22 @@ PROBLEMS: dict[str, Problem] = {
     "resnet18_02": RESNET18_02,
     "resnet18_02_rows8": RESNET18_02_ROWS8,
 }
+
+
+class KernelArgumentError(TypeError):
+    """An array that does not fit the compiled kernel: running it would corrupt results."""
+
+
+def check_arrays(arrays: list[np.ndarray], shapes: list[tuple[int, ...]], dtype: str) -> None:
+    """Refuse arrays that are not exactly what the compiled kernel expects."""
+    if len(arrays) != len(shapes):
+        raise KernelArgumentError(f"expected {len(shapes)} arrays, got {len(arrays)}")
+    for n, (x, shape) in enumerate(zip(arrays, shapes, strict=True)):
+        if not isinstance(x, np.ndarray):
+            raise KernelArgumentError(f"array {n} is a {type(x).__name__}, not a numpy array")
+        if x.dtype != np.dtype(dtype):
+            raise KernelArgumentError(f"array {n} has dtype {x.dtype}, the kernel takes {dtype}")
+        if x.shape != tuple(shape):
+            raise KernelArgumentError(f"array {n} has shape {x.shape}, the kernel takes {shape}")
+        if not x.flags.c_contiguous:
+            raise KernelArgumentError(f"array {n} is not C-contiguous: use np.ascontiguousarray")

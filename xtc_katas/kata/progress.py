@@ -1,5 +1,7 @@
 """The learner's progress: real test results, kept in pytest's own cache, and what they
-mean for each kata (`kata_status`, read by `xtc-katas status`, `watch` and `report`).
+mean for each kata (`kata_status`, read by `xtc-katas status`, `watch` and `report`),
+which kata is the current one, and which hint of each task comes next (the CLI's and
+the notebook's).
 
 Nothing here is hand-edited state. Each learner-mode pytest run records, per test, its
 outcome, any performance figures, and a hash of the kata's module at that moment; the
@@ -17,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from xtc_katas import ROOT
-from xtc_katas.kata.manifest import Kata
+from xtc_katas.kata.manifest import Kata, Task, katas
 
 CACHE_KEY = "xtc-katas/results"
+HINTS_KEY = "xtc-katas/hints"
 
 
 def cache_file(root: Path = ROOT, key: str = CACHE_KEY) -> Path:
@@ -156,3 +159,27 @@ def kata_status(kata: Kata, results: Results) -> KataStatus:
 def _baseline(kata: Kata, function: str) -> str:
     task = kata.task(function)
     return task.baseline if task else "naive"
+
+
+def current_kata() -> Kata:
+    """The first kata not passing yet, else the last: where the commands start."""
+    results = read()
+    return next((k for k in katas() if kata_status(k, results).state != "passing"), katas()[-1])
+
+
+def next_hint(kata: Kata, task: Task, advance: bool = False, root: Path = ROOT) -> tuple[int, str]:
+    """(index, text) of the task's next hint, in order and round again; `advance` marks
+    it shown (the count is kept beside the results)."""
+    path = cache_file(root, HINTS_KEY)
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        state = {}
+    state = state if isinstance(state, dict) else {}
+    key = f"{kata.id}:{task.function}"
+    shown = state.get(key, 0)
+    if advance:
+        state[key] = shown + 1
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(state))
+    return shown % len(task.hints), task.hints[shown % len(task.hints)]

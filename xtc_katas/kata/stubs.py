@@ -14,9 +14,8 @@ import inspect
 import shutil
 import textwrap
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from xtc_katas import ROOT
@@ -88,20 +87,6 @@ class FunctionMissing(KataFailure):
         )
         self.kata = kata
         self.function = function
-
-
-def first_missing(module: ModuleType, functions: Sequence[str]) -> str | None:
-    """One of `functions` (those a test checks) that the learner's module lacks."""
-    return next((name for name in functions if not hasattr(module, name)), None)
-
-
-def first_untouched(module: ModuleType, functions: Sequence[str]) -> str | None:
-    """One of `functions` (those a test checks) that is still the untouched stub."""
-    for name in functions:
-        function = getattr(module, name, None)
-        if function is not None and is_untouched_stub(function):
-            return name
-    return None
 
 
 def backups_folder(root: Path = ROOT) -> Path:

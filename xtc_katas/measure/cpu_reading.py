@@ -1,11 +1,10 @@
 """py-cpuinfo's reading of the CPU, taken once per CPU instead of at every call.
 
-`cpuinfo.get_cpu_info()` starts a Python subprocess to run CPUID and takes 1.3 s per
-call (two calls in a row: 1.33 s and 1.32 s, AMD EPYC family 23 model 1), and it keeps no
-result. XTC calls it at every TVM compile (`TVMCompiler._get_tvm_native_target_options`)
-and in `xtc.utils.cpu.cpu_info()`, which the strategies, the loop-nest checks, the
-solutions and the machine line of every report read: a learner's one-task run of kata 10
-spent 3.9 s of its 13.9 s there.
+`cpuinfo.get_cpu_info()` starts a Python subprocess to run CPUID, which takes over a
+second per call, and it keeps no result. XTC calls it at every TVM compile
+(`TVMCompiler._get_tvm_native_target_options`) and in `xtc.utils.cpu.cpu_info()`, which
+the strategies, the loop-nest checks, the solutions and the machine line of every report
+read: a large share of a learner's one-task run (docs/timing.md#time-a-run-does-not-spend).
 
 `remember()` replaces it, in this process, with one that reads the CPU once and keeps
 the reading in the user's cache directory, under a key made of what identifies the CPU

@@ -1,13 +1,6 @@
 """The harness's peak probe: independent FMA chains on registers, nothing loaded from memory.
 
-XTC's `evaluate_flops` (xtc/csrcs/runtimes/host/evaluate_flops.c) feeds every FMA of its
-probes with a vector loaded from L1: its 16x16 probe on AVX-512 and its 12x8 one on
-AVX2 both need two vector loads per cycle to keep two FMA units busy, which is the L1's
-limit on Zen 3 and on Golden Cove, and each probe is timed once (one run of >= 100 ms).
-It read 61-79 GFMA/s on an Intel Xeon (family 6 model 207, AVX-512) where this probe
-reads 82-90, and kernels showed 117-124% "of peak" against it on an AMD Zen 3 (AVX2).
-
-Here each FMA reads only registers: CHAINS[bits] chains `c = c * a + b` (at least the
+Each FMA reads only registers: CHAINS[bits] chains `c = c * a + b` (at least the
 8 = 4-cycle latency x 2 FMA units of current x86 cores), with a = b = 0.5 so that every
 chain sits at 1.0 (no overflow, no denormal). The compiler cannot fold them: a and b
 are arguments, and an empty `asm` takes each chain as input and output at every
@@ -16,16 +9,11 @@ needs) in a temporary directory deleted right after loading, so nothing on disk 
 stale: AVX-512 and AVX2 widths with -march=native, AVX2 only under XTC_KATAS_ISA=avx2
 (the harness then compiles every kernel for AVX2), 128-bit vectors elsewhere.
 
-Timing uses the statistic the kernels get (timing.py): the minimum over short samples
-of SAMPLE_S, in ROUNDS rounds apart in time. On a shared machine a kernel's best
-0.2 ms sample can fall in a quiet window that a 50 ms sample never sees. On the Intel
-Xeon above, the best of 3 samples of 50 ms read 84.5 GFMA/s where the best of 500 of
-0.2 ms read 88.5 (256-bit: 39.4 and 44.0); with other jobs on the host, 75.9-78.6
-against 79.1-81.8 (256-bit: 32.0-33.9 and 39.7-41.6). A peak timed differently from
-the kernels would put them above 100%. What no sampling removes is a clock that
-changes over seconds: this probe read 82.4-89.6 GFMA/s over 8 calls on a busy host,
-so a kernel raced in a faster moment than the probe's can still read a little above
-100% (timing.format_percent says so).
+XTC's `evaluate_flops` loads a vector from L1 for every FMA and times each probe once,
+so it reads below what the kernels reach. This probe is timed with the statistic the
+kernels get (timing.py): the minimum over short samples of SAMPLE_S, in ROUNDS rounds
+apart in time; a peak timed differently from the kernels would put them above 100%.
+Why, with the measurements: docs/timing.md#the-peak-probe.
 """
 
 from __future__ import annotations

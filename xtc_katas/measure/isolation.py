@@ -1,27 +1,32 @@
-"""Run compiled kernels in a forked child, so a crash or a hang fails one test, not the run.
+"""Run code in a forked child, so that a crash, a hang or a tampering fails one test, never
+the session or the judge.
 
-A learner's schedule can compile into a kernel that segfaults (an out-of-bounds access),
-aborts, or never returns. In the pytest process that would end the session and lose the
-progress record. So every kernel the harness runs (numerics, timing) runs in a child
-made with fork(): the child inherits the loaded modules and the input arrays at no copy
-cost, runs, and sends back its result through a pipe. A child killed by a signal becomes
-`KernelCrashed` ("the compiled kernel crashed (SIGSEGV)"); one that outlives its time
+Two things run in children: compiled kernels (a schedule can compile into a kernel that
+segfaults, aborts or never returns) and the learner's own code (checks/learner.py: it
+may do all of that, and may rebind whatever it can reach). A child made with fork()
+inherits the loaded modules and the arguments at no copy cost; what comes back is
+pickled, and the parent unpickles only plain data (PlainUnpickler): values, numpy arrays,
+and classes of Python, numpy, XTC and the harness, never a function or class the child
+defined. A child killed by a signal becomes `KernelCrashed`, one that outlives its time
 limit is killed and becomes `KernelTimedOut`.
 
-Fork is safe here because the parent never runs a kernel: the runtimes' thread pools
-(TVM's, OpenMP's) are only ever started in children. OpenBLAS re-initialises its threads
-after fork (pthread_atfork).
+Fork is safe because the parent never runs a kernel: the runtimes' thread pools (TVM's,
+OpenMP's) only start in children. OpenBLAS re-initialises its threads after fork.
 """
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import functools
+import io
 import multiprocessing
 import os
+import pickle
 import signal
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from xtc_katas.kata.failures import KataFailure
@@ -36,44 +41,282 @@ SEARCH_TIME_LIMIT_S = 4 * TIME_LIMIT_S
 
 
 class KernelCrashed(KataFailure):
-    """The kernel's process died from a signal."""
+    """The child process died from a signal or exited."""
 
 
 class KernelTimedOut(KataFailure):
-    """The kernel ran past the time limit and was killed."""
+    """The child ran past the time limit and was killed."""
 
 
-def _child(connection: Any, function: Callable[..., Any], args: tuple) -> None:
+class NotPlainData(KataFailure):
+    """The child sent back something that is not plain data (a class or function of its
+    own, a callable the harness will not run)."""
+
+
+#: Packages whose classes may come back from a child: they are the harness's, Python's,
+#: numpy's or XTC's code, never the child's own.
+PLAIN_PACKAGES = (
+    "builtins",
+    "collections",
+    "datetime",
+    "pathlib",
+    "numpy",
+    "xtc",
+    "tvm",
+    "tvm_ffi",
+    "mlir",
+    "xtc_katas",
+    "tblib",  # distributed's exceptions pickle through it, once imported
+)
+#: The functions pickle calls to rebuild plain objects (no other function is called), and
+#: the plain classes of other modules.
+REBUILDERS = {
+    ("copyreg", "_reconstructor"),
+    ("copyreg", "__newobj__"),
+    ("_codecs", "encode"),
+    *(("tblib.pickling_support", f"unpickle_{what}") for what in ("exception", "traceback")),
+    ("tblib.pickling_support", "unpickle_exception_with_attrs"),
+}
+NUMPY_REBUILDERS = {"_reconstruct", "scalar", "_frombuffer"}
+PLAIN_CLASSES = {("types", "SimpleNamespace")}
+
+
+class PlainUnpickler(pickle.Unpickler):
+    """Unpickles plain data only: a class of PLAIN_PACKAGES, or numpy's and pickle's own
+    rebuilding functions. Anything else (a class the learner's module defined, os.system
+    in a __reduce__) is refused, so nothing the child sends runs code in the parent."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        package = module.split(".")[0]
+        if (module, name) in REBUILDERS | PLAIN_CLASSES or (
+            package == "numpy" and name in NUMPY_REBUILDERS
+        ):
+            return super().find_class(module, name)
+        found = super().find_class(module, name) if package in PLAIN_PACKAGES else None
+        if isinstance(found, type):
+            return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
+
+
+def plain_loads(data: bytes) -> Any:
+    return PlainUnpickler(io.BytesIO(data)).load()
+
+
+def _sendable(exc: BaseException) -> BaseException:
+    """The exception to send back: itself with its traceback as a note (a pickled
+    exception loses its frames), or its text when it would not come back as plain data
+    (a class of the learner's own, sys.exit's SystemExit)."""
+    text = "".join(traceback.format_exception(exc)).rstrip()
+    if isinstance(exc, SystemExit):
+        return KataFailure(f"the code called sys.exit({exc.code!r}), which ends nothing here")
+    try:
+        plain_loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}\n\n{text}")
+    exc.add_note(text)
+    return exc
+
+
+#: Linux's prctl option: a signal this process gets when its parent dies.
+PR_SET_PDEATHSIG = 1
+#: The connection of this process to its parent, in a worker (for `ask`).
+_PARENT: list[Any] = []
+
+
+def ask(question: Any) -> Any:
+    """In a worker: ask the parent (the `answer` of the call running) and wait for its
+    answer. Kata 12's race asks this way for the values of the samples an optimizer
+    suggests, which only the parent can compute."""
+    connection = _PARENT[0]
+    connection.send(("ask", question))
+    return connection.recv()
+
+
+def _serve(connection: Any, request: tuple) -> None:
+    """The child's life: the first request, then each one the parent sends, until it sends
+    None. A request is (function, args, kwargs, iterating); every answer is ("ok", value),
+    ("item", value) ... ("done", None), or ("error", exception)."""
     # pytest's faulthandler, inherited through fork, would print a Python stack dump
     # over the report; the parent turns the signal into one readable line instead.
     faulthandler.disable()
+    # A worker runs kernels in children of its own (numerics.run): it dies with its
+    # parent (daemon), its children with it.
+    multiprocessing.current_process().daemon = False
+    _PARENT[:] = [connection]
+    # Killed with its parent: its end of the pipe may stay open in a sibling's copy.
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     try:
-        connection.send(("ok", function(*args)))
-    except BaseException as exc:  # sent back whole, raised again in the parent
-        # A pickled exception loses its traceback: keep the child's as a note.
-        exc.add_note("".join(traceback.format_exception(exc)).rstrip())
-        try:
-            connection.send(("error", exc))
-        except Exception:  # an exception that does not pickle: send its text
-            connection.send(("error", RuntimeError("".join(traceback.format_exception(exc)))))
+        while request is not None:
+            function, call_args, kwargs, iterating = request
+            try:
+                if iterating:
+                    for item in function(*call_args, **kwargs):
+                        connection.send(("item", item))
+                    connection.send(("done", None))
+                else:
+                    result = function(*call_args, **kwargs)
+                    try:  # pickled whole before a byte is written
+                        connection.send(("ok", result))
+                    except Exception as exc:  # a class or function of its own
+                        connection.send(("unplain", f"{type(exc).__name__}: {exc}"))
+            except BaseException as exc:  # sent back, raised again in the parent
+                try:
+                    connection.send(("error", _sendable(exc)))
+                except Exception:
+                    connection.send(("error", RuntimeError(traceback.format_exc())))
+            request = connection.recv()
+    except EOFError:  # the parent went away
+        pass
     finally:
         connection.close()
 
 
 @functools.cache
 def _prepare_host_runtime() -> None:
-    """Build XTC's host runtime once, in the parent, before any fork.
-
-    XTC compiles its C host runtime with gcc (~0.6 s) the first time a process passes
-    arrays to a kernel. Done in each child, every MLIR kernel run would pay it again;
-    done here once, every child inherits it, and the module cache keeps the library for
-    the next process (module_cache.host_runtime). Building it runs no kernel: fork stays
-    safe.
-    """
+    """Build XTC's host runtime once, in the parent, before any fork: XTC compiles it with
+    gcc (~0.6 s) the first time a process passes arrays to a kernel; every child then
+    inherits it, and the module cache keeps it for the next process. Building it runs no
+    kernel: fork stays safe."""
     from xtc.runtimes.host.runtime import RuntimeType, resolve_runtime
 
     module_cache.host_runtime()
     resolve_runtime(RuntimeType.HOST)
+
+
+class Worker:
+    """A forked child that runs `first(*args)` (its arguments inherited, not pickled),
+    then the calls it is sent, one at a time, until closed; each answer is plain data.
+
+    `self.first` is what `first` returned (with `iterating`, read its items with
+    `items()`). `what` names what runs there in a crash's or a hang's message ("the
+    compiled kernel", "09_fusion › schedule_fused()"); `time_limit_s` bounds each wait.
+    """
+
+    def __init__(
+        self,
+        first: Callable[..., Any],
+        *args: Any,
+        what: str = "the compiled kernel",
+        time_limit_s: float | None = None,
+        iterating: bool = False,
+    ) -> None:
+        self.what = what
+        self.limit = TIME_LIMIT_S if time_limit_s is None else time_limit_s
+        _prepare_host_runtime()
+        context = multiprocessing.get_context("fork")
+        self.connection, child = context.Pipe()
+        request = (first, args, {}, iterating)
+        self.process = context.Process(target=_serve, args=(child, request), daemon=True)
+        self.process.start()
+        child.close()
+        self.first = None if iterating else self._receive()
+
+    @property
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def call(
+        self,
+        function: Callable[..., T],
+        *args: Any,
+        answer: Callable[[Any], Any] | None = None,
+        **kwargs: Any,
+    ) -> T:
+        """`function(*args, **kwargs)` in the child (all three pickled to it); `answer`
+        answers what it asks (`ask`)."""
+        self.submit(function, *args, **kwargs)
+        while True:
+            done, value = self.step(answer)
+            if done:
+                return value
+
+    def submit(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Start `function(*args, **kwargs)` in the child; `step` reads its progress."""
+        self.connection.send((function, args, kwargs, False))
+
+    def step(self, answer: Callable[[Any], Any] | None = None) -> tuple[bool, Any]:
+        """Read the child's next message: (True, the result) when the call is done; a
+        question it asks is answered with `answer` and gives (False, None)."""
+        value = self._receive()
+        if isinstance(value, _Asked):
+            if answer is None:
+                raise KataFailure(f"{self.what} asked a question nobody answers")
+            self.connection.send(answer(value.question))
+            return False, None
+        return True, value
+
+    def iterate(self, function: Callable[..., Any], *args: Any) -> Iterator[Any]:
+        """Each item of `function(*args)` in the child, as it arrives."""
+        self.connection.send((function, args, {}, True))
+        return self.items()
+
+    def items(self) -> Iterator[Any]:
+        while (item := self._receive()) is not _DONE:
+            yield item
+
+    def _receive(self) -> Any:
+        try:
+            if not self.connection.poll(self.limit):
+                self.close(kill=True)
+                raise KernelTimedOut(
+                    f"{self.what} ran for more than {self.limit:g} s and was stopped. Likely "
+                    "causes: a schedule that makes it very slow (a scalar loop over a big "
+                    "problem, a huge unroll), or an endless loop. Raise the limit with "
+                    "XTC_KATAS_KERNEL_TIME_LIMIT=<seconds> if it is just slow."
+                )
+            data = self.connection.recv_bytes()
+        except (EOFError, ConnectionError):  # the child died before answering
+            self.process.join()
+            code = self.process.exitcode or 0
+            name = signal.Signals(-code).name if code < 0 else f"exit code {code}"
+            raise KernelCrashed(
+                f"{self.what} crashed ({name}). A kernel crashes when it reads or writes "
+                "outside its arrays: check the schedule's tile sizes and splits against the "
+                "problem's shape."
+            ) from None
+        try:
+            status, value = plain_loads(data)
+        except Exception as exc:
+            status, value = "unplain", str(exc)
+        if status == "unplain":
+            raise NotPlainData(
+                f"{self.what} gave back something the harness does not take across the "
+                f"process boundary ({value}): return plain values (numbers, strings, lists, "
+                "dicts, numpy arrays) or XTC's own objects, not a class or function of your own"
+            )
+        if status == "error":
+            raise value
+        if status == "ask":
+            return _Asked(value)
+        return _DONE if status == "done" else value
+
+    def close(self, kill: bool = False) -> None:
+        if self.process.is_alive():
+            try:
+                if kill:
+                    raise BrokenPipeError
+                self.connection.send(None)
+                self.process.join(timeout=5)
+            except (BrokenPipeError, OSError):
+                pass
+            if self.process.is_alive():
+                self.process.kill()
+        self.process.join()
+        self.connection.close()
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(kill=exc[0] is not None)
+
+
+_DONE = object()
+
+
+@dataclass(frozen=True)
+class _Asked:
+    question: Any
 
 
 def run_isolated(
@@ -83,92 +326,18 @@ def run_isolated(
     time_limit_s: float | None = None,
 ) -> T:
     """`function(*args)` in a forked child; its result, its exception, or a crash report."""
-    with _Child(_child, function, args, what, time_limit_s) as child:
-        status, value = child.receive()
-    if status == "error":
-        raise value
-    return value
+    with Worker(function, *args, what=what, time_limit_s=time_limit_s) as child:
+        return child.first
 
 
 def iterate_isolated(
-    function: Callable[..., Iterable[T]],
+    function: Callable[..., Any],
     *args: Any,
     what: str = "a kernel of your search",
     time_limit_s: float | None = None,
-) -> Iterator[T]:
-    """Iterate `function(*args)` in a forked child, yielding each item as it arrives.
-
-    For a learner's search run outside pytest (`xtc-katas explore`): a progress bar
-    shows each candidate when it is measured, and a crashing or endless candidate stops
-    the search with a message instead of the command. The time limit is per item.
-    """
-    with _Child(_iterating_child, function, args, what, time_limit_s) as child:
-        while True:
-            status, value = child.receive()
-            if status == "item":
-                yield value
-            elif status == "error":
-                raise value
-            else:
-                return
-
-
-def _iterating_child(connection: Any, function: Callable[..., Any], args: tuple) -> None:
-    def items() -> Any:
-        for item in function(*args):
-            connection.send(("item", item))
-        return None
-
-    _child(connection, items, ())
-
-
-class _Child:
-    """A forked child running `target(sender, function, args)`, read through a pipe."""
-
-    def __init__(
-        self,
-        target: Callable[..., None],
-        function: Callable[..., Any],
-        args: tuple,
-        what: str,
-        time_limit_s: float | None,
-    ) -> None:
-        self.what = what
-        self.limit = TIME_LIMIT_S if time_limit_s is None else time_limit_s
-        _prepare_host_runtime()
-        context = multiprocessing.get_context("fork")
-        self.receiver, sender = context.Pipe(duplex=False)
-        self.process = context.Process(target=target, args=(sender, function, args), daemon=True)
-        self.process.start()
-        sender.close()
-
-    def __enter__(self) -> _Child:
-        return self
-
-    def receive(self) -> tuple[str, Any]:
-        try:
-            if not self.receiver.poll(self.limit):
-                self.process.kill()
-                self.process.join()
-                raise KernelTimedOut(
-                    f"{self.what} ran for more than {self.limit:g} s and was stopped. Likely "
-                    "causes: a schedule that makes it very slow (a scalar loop over a big "
-                    "problem, a huge unroll), or an endless loop. Raise the limit with "
-                    "XTC_KATAS_KERNEL_TIME_LIMIT=<seconds> if it is just slow."
-                )
-            return self.receiver.recv()
-        except EOFError:  # the child died before sending anything
-            self.process.join()
-            code = self.process.exitcode or 0
-            name = signal.Signals(-code).name if code < 0 else f"exit code {code}"
-            raise KernelCrashed(
-                f"{self.what} crashed ({name}). A kernel crashes when it reads or writes "
-                "outside its arrays: check the schedule's tile sizes and splits against the "
-                "problem's shape."
-            ) from None
-
-    def __exit__(self, *exc: object) -> None:
-        self.receiver.close()
-        if self.process.is_alive() and exc[0] is not None:
-            self.process.kill()
-        self.process.join()
+) -> Iterator[Any]:
+    """Iterate `function(*args)` in a forked child, yielding each item as it arrives (for
+    `xtc-katas explore`: a progress bar shows each candidate when it is measured). The
+    time limit is per item."""
+    with Worker(function, *args, what=what, time_limit_s=time_limit_s, iterating=True) as child:
+        yield from child.items()

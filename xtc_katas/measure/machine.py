@@ -1,10 +1,10 @@
 """Which machine a figure comes from: every speed figure the harness prints names it.
 
-The same schedule runs 56x naive on one CPU and 36x on another, so a figure without its
-machine means little. `describe()` gives the CPU model (as the OS reports it: a
-virtual machine may show only "AMD EPYC"), the family/model numbers that tell
-generations apart, the SIMD width the kernels are compiled for, the per-core caches and
-the core count.
+The same schedule's speedup differs from one CPU to another (docs/xtc-0.3.2-field-notes.md,
+"Figures differ by CPU"), so a figure without its machine means little. `describe()`
+gives the CPU model (as the OS reports it: a virtual machine may show only the vendor's
+product line), the family/model numbers that tell generations apart, the SIMD width the
+kernels are compiled for, the per-core caches and the core count.
 
 `XTC_KATAS_ISA=avx2` compiles every harness kernel as for an AVX2 machine (8 float32
 lanes, 16 vector registers) on an AVX-512 host, and makes XTC's `cpu_info()` say so:
@@ -89,34 +89,34 @@ def describe() -> str:
 
 
 def cpu_id() -> str:
-    """How the lessons' per-machine tables name a CPU: "family 6 model 207"."""
+    """How the lessons' per-machine tables name a CPU: "family <F> model <M>", CPUID's."""
     from cpuinfo import get_cpu_info
 
     info = get_cpu_info()
     return f"family {info.get('family')} model {info.get('model')}"
 
 
-def lessons_with_a_row(root: Any = None) -> list[str]:
-    """The katas whose lesson has figures measured on this CPU (its `cpu_id()`), so a
-    learner knows which rows of the lessons' tables to compare with."""
+def calibrated_here(root: Any = None) -> list[str]:
+    """The katas whose calibration page (docs/calibration/NN_name.md) has figures measured
+    on this CPU (its `cpu_id()`): which rows a learner can compare with."""
     from pathlib import Path
 
     from xtc_katas import ROOT
 
     key = cpu_id()
-    lessons = sorted(Path(root or ROOT).glob("katas/*/README.md"))
-    return [path.parent.name for path in lessons if key in path.read_text()]
+    pages = sorted(Path(root or ROOT).glob("docs/calibration/*.md"))
+    return [page.stem for page in pages if key in page.read_text()]
 
 
-def lesson_rows_line() -> str:
-    """One line for the performance summary: which lesson rows match this CPU."""
-    found = lessons_with_a_row()
+def calibration_line() -> str:
+    """One line for the performance summary: where this CPU's figures are, if anywhere."""
+    found = calibrated_here()
     if not found:
         return (
-            f"no lesson has a row for this CPU ({cpu_id()}) yet: "
-            "python -m xtc_katas.tools.calibration prints one"
+            f"docs/calibration/ has no figures of this CPU ({cpu_id()}) yet: "
+            "python -m xtc_katas.tools.calibration prints them"
         )
-    return f"the lessons of {', '.join(found)} have a row for this CPU ({cpu_id()})"
+    return f"docs/calibration/ has figures of this CPU ({cpu_id()}) for {', '.join(found)}"
 
 
 def _caches() -> list[tuple[str, str]]:

@@ -3,12 +3,10 @@
 The peak every "% of peak" divides by is the harness's register FMA probe
 (fma_probe.py), not XTC's `HostRuntime.evaluate_flops`: XTC's probes load a vector from
 L1 for every FMA and are timed once each, so they read low where two loads per cycle
-are the core's limit (AMD Zen 3 with AVX2, Intel Golden Cove with AVX-512), and good
-kernels then showed 117-124% "of peak" in CI on a Zen 3. The probe takes ~0.5 s
-(XTC's best of 3: ~4 s); on an Intel Xeon (family 6 model 207, AVX-512) its best read
-13% above XTC's best of 24 calls, and one call of XTC's read 32% below it. Users who
-know their peak set XTC_KATAS_PEAK_GFMAS (float32 FMA/s of ONE core, in billions) and
-skip the measurement.
+are the core's limit, and good kernels then read above 100% of them; the register probe
+is also several times faster to take (docs/timing.md#the-peak-probe). Users who know
+their peak set XTC_KATAS_PEAK_GFMAS (float32 FMA/s of ONE core, in billions) and skip
+the measurement.
 
 XTC's reading stays available (`xtc_peak_fmas_per_s`, `peak_note`): XTC's own
 exploration divides by it, and a learner comparing figures with XTC's should see why
@@ -56,12 +54,11 @@ _reprobed = 0
 def reprobe() -> bool:
     """Probe the peak again, at most REPROBES times per process; True if it rose.
 
-    Called when a kernel ran faster than the peak: the probe's ~0.3 s saw a slower moment
-    than the kernel's race did. On its first run on an AMD EPYC family 23 model 1 under
-    `flakecheck --hog`, the probe read 20.0 GFMA/s where it reads 24.0 quiet, and a TVM
-    conv then showed 106.2% of it. A second reading, taken later, may catch the core as
-    the race did; peak_record keeps the best for the next processes. Never with
-    XTC_KATAS_PEAK_GFMAS: the user's figure stands.
+    Called when a kernel ran faster than the peak: the probe saw a slower moment than
+    the kernel's race did, which happens on a busy machine before peak_record holds a
+    quiet reading (docs/timing.md#the-peak-record-and-probing-again). A second reading,
+    taken later, may catch the core as the race did; peak_record keeps the best for the
+    next processes. Never with XTC_KATAS_PEAK_GFMAS: the user's figure stands.
     """
     global _reprobed
     if override() is not None or _reprobed >= REPROBES:

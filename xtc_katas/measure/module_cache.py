@@ -38,6 +38,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from xtc_katas import ROOT
 
 ENABLED_ENV = "XTC_KATAS_MODULE_CACHE"
@@ -74,10 +76,11 @@ def enabled() -> bool:
 
 
 def cache_root() -> Path:
+    """Where compiled modules are kept: $XTC_KATAS_CACHE_DIR, else the user's cache
+    directory's xtc-katas/modules (platformdirs: ~/.cache, or $XDG_CACHE_HOME, on Linux)."""
     if os.environ.get(DIR_ENV):
         return Path(os.environ[DIR_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "xtc-katas" / "modules"
+    return Path(platformdirs.user_cache_dir("xtc-katas")) / "modules"
 
 
 def versions() -> dict[str, str]:
@@ -215,19 +218,6 @@ def _fields(module: Any) -> dict[str, Any]:
     return {field: getattr(module, f"_{field}") for field in FIELDS}
 
 
-#: The entries this process stored: dropped if the harness is found changed while it ran
-#: (checks/integrity.py), since a changed harness may have stored a wrong kernel.
-STORED: list[Path] = []
-
-
-def forget_stored() -> int:
-    """Remove the entries this process stored; how many there were."""
-    count = len(STORED)
-    while STORED:
-        shutil.rmtree(STORED.pop(), ignore_errors=True)
-    return count
-
-
 def store(path: Path, module: Any) -> None:
     """Keep `module`'s shared library and fields at `path`: written aside, renamed in."""
     if getattr(module, "file_type", None) != "shlib":
@@ -240,7 +230,6 @@ def store(path: Path, module: Any) -> None:
         shutil.copyfile(module.file_name, scratch / "module.so")
         (scratch / "module.json").write_text(json.dumps(meta))
         os.rename(scratch, path)  # atomic; fails if another process stored it first
-        STORED.append(path)
     except OSError:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -277,8 +266,9 @@ def host_runtime() -> None:
     """Give XTC its C host runtime from the cache, compiled there once per machine.
 
     XTC 0.3.2 compiles it (six C files, `cc -O2 -march=native`) in every process that
-    runs a kernel: 0.6 s of each learner's run on an Intel Xeon family 6 model 167. The
-    library depends on XTC's sources, the CPU and the compiler, so that is its key. It is
+    runs a kernel, a large share of a learner's one-task run
+    (docs/timing.md#time-a-run-does-not-spend). The library depends on XTC's sources,
+    the CPU and the compiler, so that is its key. It is
     handed to XTC where XTC keeps its own build (`xtc.runtimes.host.runtime._runtime_libs`,
     private to XTC 0.3.2, which the pyproject pins); if anything about that differs, XTC
     builds it itself, as without the cache.

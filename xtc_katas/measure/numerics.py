@@ -11,27 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from xtc_katas.kata.problems import Problem
+from xtc_katas.kata.problems import Problem, check_arrays
 from xtc_katas.measure.isolation import run_isolated
-
-
-class KernelArgumentError(TypeError):
-    """An array that does not fit the compiled kernel: running it would corrupt results."""
-
-
-def check_arrays(arrays: list[np.ndarray], shapes: list[tuple[int, ...]], dtype: str) -> None:
-    """Refuse arrays that are not exactly what the compiled kernel expects."""
-    if len(arrays) != len(shapes):
-        raise KernelArgumentError(f"expected {len(shapes)} arrays, got {len(arrays)}")
-    for n, (x, shape) in enumerate(zip(arrays, shapes, strict=True)):
-        if not isinstance(x, np.ndarray):
-            raise KernelArgumentError(f"array {n} is a {type(x).__name__}, not a numpy array")
-        if x.dtype != np.dtype(dtype):
-            raise KernelArgumentError(f"array {n} has dtype {x.dtype}, the kernel takes {dtype}")
-        if x.shape != tuple(shape):
-            raise KernelArgumentError(f"array {n} has shape {x.shape}, the kernel takes {shape}")
-        if not x.flags.c_contiguous:
-            raise KernelArgumentError(f"array {n} is not C-contiguous: use np.ascontiguousarray")
 
 
 def run(module: Any, problem: Problem, inputs: list[np.ndarray]) -> np.ndarray:
@@ -72,14 +53,29 @@ def mismatch(actual: np.ndarray, problem: Problem, inputs: list[np.ndarray]) -> 
     )
 
 
-def assert_computes(
-    module: Any, problem: Problem, backend: str, kinds: tuple[str, ...] = ("random", "edge")
-) -> None:
-    """Assert the module computes the problem on several input sets."""
-    for seed, kind in enumerate(kinds):
-        inputs = problem.inputs(kind, seed=seed)
-        report = mismatch(run(module, problem, inputs), problem, inputs)
+def outputs(
+    module: Any, problem: Problem, kinds: tuple[str, ...] = ("random", "edge")
+) -> dict[str, np.ndarray]:
+    """The module's output on each input set of `kinds` (problem.inputs(kind, seed=n))."""
+    return {
+        kind: run(module, problem, problem.inputs(kind, seed=seed))
+        for seed, kind in enumerate(kinds)
+    }
+
+
+def assert_outputs(found: dict[str, np.ndarray], problem: Problem, backend: str) -> None:
+    """Assert each output of `outputs()` is the problem's result on its inputs: compared
+    here, wherever the kernel ran (a learner's module runs in its own process)."""
+    for seed, (kind, actual) in enumerate(found.items()):
+        report = mismatch(actual, problem, problem.inputs(kind, seed=seed))
         if report:
             raise AssertionError(
                 f"wrong result on {backend} for {problem.label}, {kind} inputs: {report}"
             )
+
+
+def assert_computes(
+    module: Any, problem: Problem, backend: str, kinds: tuple[str, ...] = ("random", "edge")
+) -> None:
+    """Assert the module computes the problem on several input sets."""
+    assert_outputs(outputs(module, problem, kinds), problem, backend)

@@ -1,27 +1,55 @@
-"""The times a learner's own code got from XTC's evaluators, kept as it runs.
+"""What a learner's code did with the objects the harness handed it, kept as it runs.
 
-A learner's figure (kata 03's `percent_of_peak_of`, the searches of katas 06 and 07) comes
-from timings their code made. Timing the kernel again to check it compares two moments of
-a shared machine: on an AMD EPYC family 23 model 1 (2-vCPU KVM guest), one TVM kernel read
-146 us or 230-320 us per call for seconds at a time, and CI failed a right search at 1.55x
-the harness's reading. Wrapping the module the learner's code evaluates keeps the very
-times their figure must come from, so the check is exact on any machine.
-
-The wrapped module and evaluator live in closures, not in attributes: an outside learner's
-answer that reached past the wrapper (`module._module`) to time the kernel unseen, then
-reported 2.5x its figure, passed kata 03 (issue 20). Reaching into a closure is tampering,
-as monkeypatching the harness is.
+A learner's figure (kata 03's `percent_of_peak_of`, the searches of katas 06 and 07) must
+come from timings their code made: timing the kernel again to check it would compare two
+moments of a shared machine. So the harness hands a `Proxy` of the module (or Backend,
+compiler, evaluator, scheduler) that notes what was called and what came back, and checks
+the figure against the very times it was made from (`within_own_times`). All of it runs
+on the learner's side of the process boundary (checks/learner.py): what it notes is the
+learner's own account, which the harness judges, never the harness's state.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 #: How far a figure may sit outside the range of its own times: float rounding, no more.
 ROUNDING = 1.01
+
+
+class Proxy:
+    """Stands for `target`: every attribute is the target's own, except the methods named
+    in `hooks`, each called as `hook(the_target_method, *args, **kwargs)`. A proxy of a
+    class (a Backend) is called like the class."""
+
+    __slots__ = ("_hooks", "_target")
+
+    def __init__(self, target: Any, **hooks: Callable[..., Any]) -> None:
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_hooks", hooks)
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._target, name)
+        hook = self._hooks.get(name)
+        if hook is None:
+            return found
+
+        @functools.wraps(found)
+        def hooked(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # pytest shows the learner's line and XTC's frames
+            return hook(found, *args, **kwargs)
+
+        return hooked
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__getattr__("__call__")(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return str(self._target)
 
 
 @dataclass
@@ -34,54 +62,26 @@ class Observation:
     runs: int = 0
 
 
-def timed_evaluator(evaluator: Any, observation: Observation) -> Any:
-    """An XTC evaluator that adds the times of every successful evaluate() to
-    `observation`; every other attribute is the evaluator's own."""
-
-    class TimedEvaluator:
-        __slots__ = ()
-
-        def evaluate(self, *args: Any, **kwargs: Any) -> Any:
-            result = evaluator.evaluate(*args, **kwargs)
-            with contextlib.suppress(TypeError, ValueError):
-                times, code, _ = result
-                if code == 0:
-                    observation.times.extend(float(t) for t in times)
-            return result
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(evaluator, name)
-
-    return TimedEvaluator()
-
-
-def timed_module(module: Any, observation: Observation) -> Any:
+def timed_module(module: Any, observation: Observation) -> Proxy:
     """A compiled XTC module whose evaluators log their times in `observation`, and whose
-    evaluators and executors count as runs; everything else is the module's own."""
+    evaluators and executors count as runs."""
 
-    class TimedModule:
-        __slots__ = ()
+    def evaluate(evaluate: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        result = evaluate(*args, **kwargs)
+        with contextlib.suppress(TypeError, ValueError):
+            times, code, _ = result
+            if code == 0:
+                observation.times.extend(float(t) for t in times)
+        return result
 
-        def get_evaluator(self, *args: Any, **kwargs: Any) -> Any:
-            observation.runs += 1
-            return timed_evaluator(module.get_evaluator(*args, **kwargs), observation)
+    def run(make: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        observation.runs += 1
+        return make(*args, **kwargs)
 
-        def get_executor(self, *args: Any, **kwargs: Any) -> Any:
-            observation.runs += 1
-            return module.get_executor(*args, **kwargs)
+    def evaluator(make: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return Proxy(run(make, *args, **kwargs), evaluate=evaluate)
 
-        def __getattr__(self, name: str) -> Any:
-            return getattr(module, name)
-
-    return TimedModule()
-
-
-def call_observing(
-    function: Callable[..., Any], module: Any, *args: Any
-) -> tuple[Any, Observation]:
-    """`function(module, *args)` and what it did with `module` (its times, its runs)."""
-    observation = Observation()
-    return function(timed_module(module, observation), *args), observation
+    return Proxy(module, get_evaluator=evaluator, get_executor=run)
 
 
 def within_own_times(

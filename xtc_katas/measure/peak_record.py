@@ -1,15 +1,13 @@
 """The best reading of the peak probe ever taken on this CPU, kept on disk.
 
-Noise only ever lowers a peak probe's reading: a probe cannot run faster than the core.
-Under a CPU hog on a 2-vCPU AMD EPYC family 23 model 1 (Zen 1, AVX2; flakecheck --hog),
-the register probe read 20.0 and 20.1 GFMA/s where it reads 24.0 on the quiet machine,
-while TVM's register tiles raced in the same runs read 116-118% of it: the other vCPU's
-load slowed the probe's half second more than the kernels' rounds. One reading per
-process is therefore kept at its best across processes: the highest reading of this CPU
-(same key as the CPU reading cache: vendor, family, model, name, stepping, flags) and
-of this probe (its compile flags: an emulated ISA is another probe), in the user's cache
-directory. A learner's % of peak then divides by the best the core has shown, not by
-the moment its run began in.
+Noise only ever lowers a peak probe's reading: a probe cannot run faster than the core,
+and on a busy machine another process's load can slow the probe's half second more than
+the kernels' short rounds (docs/timing.md#the-peak-record-and-probing-again). One reading
+per process is therefore kept at its best across processes: the highest reading of this
+CPU (same key as the CPU reading cache: vendor, family, model, name, stepping, flags)
+and of this probe (its compile flags: an emulated ISA is another probe), in the user's
+cache directory. A learner's % of peak then divides by the best the core has shown, not
+by the moment its run began in.
 """
 
 from __future__ import annotations

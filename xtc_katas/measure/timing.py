@@ -1,66 +1,24 @@
 """Side-by-side timing: the only kind of performance figure a speed judgement may rest on.
 
-On a shared 2-core machine an absolute time or % of peak swings by ±30% or more from one
-moment to the next, but two kernels timed in alternation see the same weather. So:
-interleave (A B A B ...), take each kernel's minimum within each round, and compare the
-rounds' ratios (their median: Timings.speedup).
+A race times every kernel in each of up to ROUNDS rounds, in a new order each round, and
+keeps each kernel's best time in each round; a speedup is the median over the rounds of
+that round's ratio (Timings.speedup). Two kernels timed in the same rounds see the same
+moments of a shared machine, where an absolute time does not hold from one moment to the
+next.
 
-Each round is XTC's own evaluator taking up to SAMPLES short samples of each kernel, in a
-fixed pseudo-random order that changes from round to round, and a sample lasts about
-SAMPLE_S: as many back-to-back calls as fit (at least one). Short samples are what make
-the minimum honest on a busy machine. A parallel kernel is fast only while all its
-threads run at once; when another process keeps a core busy, a sample of 10 ms almost
-always contains a preemption, while a sample of one 0.15 ms call often fits between
-two, and the minimum finds it. TVM's parallel reference of kata 04, under a CPU hog:
-8x to 56x naive with 10 ms samples, 97x to 114x with short ones (quiet: 111x to 114x).
-Samples much shorter than that would measure the clock instead of a 1 µs kernel, hence
-calls per sample. A slow kernel takes fewer samples (at least 3 per round), so that
-naive does not dominate the cost.
+In a round, each kernel takes up to SAMPLES samples of about SAMPLE_S each (as many calls
+as fit, at least one), through XTC's own evaluator. How each kernel is sampled follows
+from one estimate of its call (plan_samples): kernels within TWINS of each other share one
+plan and alternate their samples (A B A B), each from two placements of its library
+(second_placements), every library held open for the race (held_libraries). A kernel
+whose call lasts SLOW_CALL_S or more takes one call per sample without XTC's warm-up call
+and, without a twin, is timed only every SLOW_EVERY rounds. Slow twins on OpenMP have its
+workers sleep after each call (openmp_workers_sleep_at_once); parallel TVM twins of
+SLEEPING_TVM_WORKERS_CALL_S or more run again in a child whose TVM workers sleep
+(tvm_workers_should_sleep). A race stops after MIN_ROUNDS rounds or more once no further
+round could change its verdict (`settled`, Timings.speedup_range).
 
-Many short rounds, not a few long ones: under a CPU hog a 2-thread kernel's best in a
-round is either its both-cores time or about twice it, and which one a round of 50 ms
-catches changes from one round to the next. Two compiles of kata 10's TVM parallel
-reference raced each other 14 times under `flakecheck --hog`'s busy loop (Intel Xeon
-family 6 model 207): in 5 rounds of 40 samples, always in the same order, the copy read
-0.55-1.59x the reference; in 20 rounds of 10 samples in a shuffled order, with the
-copy's speed read as the median of its round-by-round ratios to the reference (as
-speed_judge does), 0.91-1.03x, for the same time per race.
-
-How each kernel is sampled (calls per sample, samples per round) follows from one
-estimate of its call, read at the start (plan_samples). Kernels within TWINS of each
-other share one plan, so the two a verdict compares are always sampled alike, and their
-samples alternate within the round (A B A B ..., not A A ... B B ...): under a CPU hog a
-parallel kernel has both cores for a while, then one, or waits out the hog's time slice
-(4 ms), and a block of one kernel's samples can fall in one phase and its twin's in the
-other. Kata 05's TVM parallel spec against a fresh compile of itself, 30 races each way
-under a busy loop on the other core (AMD EPYC family 23 model 1): in blocks, round minima
-of 0.4, 0.9 and 3.9 ms and races reading 0.851-1.040x (sd 0.034); alternating,
-0.986-1.015x (sd 0.006), 1.9 s a race either way. Each twin's sample is then its own
-evaluate() (twin_evaluation: one call of a sample of one skips XTC's warm-up call, which
-would double it), with every library held open for the race (held_libraries). A kernel
-whose one call lasts SLOW_CALL_S or more (the naive 512³ matmul: 135-600 ms) is timed
-one call per sample without XTC's warm-up call and, if it is the baseline (or nothing
-it could be compared with is within TWINS of it), only every SLOW_EVERY rounds: its
-last reading stands in the rounds between. The baseline divides every other kernel's
-time in a round, so its sparser readings move the learner's, the reference's and the
-previous step's speedups together, never one against another, and the bar (0.7 x the
-reference's) moves with them. Slow twins that run on OpenMP (XTC's MLIR parallel kernels)
-have its workers sleep at the end of each call instead of spinning for 200 ms
-(openmp_workers_sleep_at_once): under a CPU hog a spinning worker shares its core with the
-hog by turns, and a 10 ms call's time depended on which turn it started in. TVM's workers
-spin between tasks too, and TVM reads its spin count once per process: a race whose
-parallel TVM twins last 1 ms a call or more runs again in a child whose TVM workers sleep
-(tvm_workers_should_sleep, time_side_by_side). And each twin is timed from two placements,
-its library and a copy of it, which the process maps at another address, its samples
-taking them by turns (second_placements): one kernel can run 0.7x slower at one address
-than at another, in every race of a process.
-
-A race may stop after MIN_ROUNDS rounds when its verdict is settled (`settled`): when no
-values the remaining rounds could bring would change it. Each speedup is a median over
-the planned rounds, so its final value lies between the median of the rounds done with
-the missing ones at 0 and at infinity (Timings.speedup_range); where the whole range
-gives one verdict, the remaining rounds are not run. The verdict is exactly the one the
-planned rounds would give; only the figures shown are medians of fewer rounds.
+Why each piece is there, with the measurements: docs/timing.md.
 """
 
 from __future__ import annotations
@@ -82,17 +40,21 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from xtc_katas.kata.failures import KataFailure
-from xtc_katas.kata.problems import Problem
+from xtc_katas.kata.problems import Problem, check_arrays
 from xtc_katas.measure import module_cache
 from xtc_katas.measure.isolation import run_isolated
-from xtc_katas.measure.numerics import check_arrays
 
+#: Rounds a race runs at most, and samples of a kernel in a round at most
+#: (docs/timing.md#interleaved-rounds).
 ROUNDS = 20
 SAMPLES = 10
+#: A sample's length: short enough to fit between two preemptions by another process
+#: (calibrated on an AMD EPYC Zen 4 class, docs/timing.md#short-samples).
 SAMPLE_S = 2e-4
 ROUND_S = 0.025  # the time a kernel's samples may fill in a round (a slow one: SLOW_EVERY's)
 SLOW_CALL_S = 0.01  # from this long a call on, one call per sample and no warm-up
-#: A slow kernel is timed in one round of this many (its samples then fill their time).
+#: A slow kernel without a twin is timed in one round of this many (its samples then
+#: fill their time): docs/timing.md#slow-kernels-sampled-sparsely.
 SLOW_EVERY = 4
 #: Slow twins up to this long a call take a sample from each of their two placements in
 #: every round (second_placements); longer ones take them by turns, round to round.
@@ -128,10 +90,8 @@ class Timings:
 
         A round times every kernel back to back, so its ratio compares them in the same
         conditions; the median then ignores a round in which one kernel alone found the
-        machine idle. Under a CPU hog (flakecheck --hog, AMD EPYC family 26), the ratio of
-        overall minima let one compile of kata 10's MLIR write-cache schedule read 65x and
-        its identical twin 33x, and kata 05's parallel reference 113x against its twin's
-        57x: each a single lucky window, in 2 of 5 runs over all katas.
+        machine idle, which the ratio of overall minima does not
+        (docs/timing.md#the-median-of-per-round-ratios).
         """
         return statistics.median(self._ratios(fast, slow))
 
@@ -244,9 +204,7 @@ def shared_buffers(inputs: list[np.ndarray], out: np.ndarray) -> tuple[list[Any]
     Given numpy arrays, XTC's evaluator copies them into fresh buffers at every
     `evaluate()` (`ensure_ndarray_parameters`, `xtc/utils/evaluation.py`); given its own
     NDArrays, it uses them as they are. Shared buffers take one difference out of a race:
-    every kernel reads and writes the same memory. (They did not remove, alone, the 2x
-    readings of identical kernels under a CPU hog: those come from lucky idle windows,
-    and Timings.speedup's median over rounds is what handles them.)
+    every kernel reads and writes the same memory (docs/timing.md#shared-buffers).
     """
     from xtc.runtimes.types.ndarray import NDArray
 
@@ -263,7 +221,8 @@ def _evaluate(evaluator: Any, name: str) -> list[float]:
 def fastest_call(module: Any, name: str, **options: Any) -> float:
     """Seconds of the fastest call of XTC's evaluator made with `options`, as a learner's
     code calls it (the hints' way): the like-for-like reading a learner's figure is
-    compared with when it reads lower than the harness's short samples."""
+    compared with when it reads lower than the harness's short samples
+    (docs/timing.md#searches-the-learners-own-times)."""
     return min(_evaluate(module.get_evaluator(**options), name))
 
 
@@ -296,23 +255,18 @@ def plan_samples(
     """Each kernel's Plan, from `estimates` (seconds of one call, read once at the start).
 
     Kernels whose estimates lie within TWINS of each other (baselines aside) are timed
-    with one plan, the
-    fastest one's: two kernels a verdict compares (the learner's and the reference's) get
-    the same number of samples of the same length in every round, whatever noise their
-    estimates read. Planned one by one, under a CPU hog (`flakecheck --hog`, AMD EPYC
-    family 23 model 1), two compiles of kata 10's TVM parallel reference read 8.2 ms and
-    10.5 ms once each: one was timed 3 samples a round, its twin one sample every 4 rounds,
-    and the copy read 0.83-1.04x the reference over 10 races, 0.92x as a median.
+    with one plan, the fastest one's: two kernels a verdict compares (the learner's and
+    the reference's) get the same number of samples of the same length in every round,
+    whatever noise their estimates read (docs/timing.md#sample-plans-and-twins).
+    Baselines are planned alone.
 
     A kernel whose calls last SLOW_CALL_S or more is timed one call per sample, without
-    XTC's warm-up call (it buys nothing measurable for a call that long: its caches refill
-    in microseconds, and it doubled the naive kernel's cost), and only every SLOW_EVERY
-    rounds (with that many rounds' samples) when it is a baseline or alone in its group:
-    the baseline divides every other kernel's time in a round, so its sparser readings
-    move every speedup together; a kernel alone is at least TWINS times slower or faster
-    than every other, far from any bar a race judges. Baselines are planned alone.
-    Two slow kernels that are compared (kata 11's MLIR parallel conv and its copy, ~10 ms
-    each under a hog; kata 10's MLIR blockings, ~200 ms) are timed in every round.
+    XTC's warm-up call, and only every SLOW_EVERY rounds (with that many rounds' samples)
+    when it is a baseline or alone in its group: the baseline divides every other
+    kernel's time in a round, so its sparser readings move every speedup together; a
+    kernel alone is at least TWINS times slower or faster than every other, far from any
+    bar a race judges (docs/timing.md#slow-kernels-sampled-sparsely). Slow twins are timed
+    in every round.
     """
     plans: dict[str, Plan] = {}
 
@@ -443,14 +397,11 @@ def second_placements(modules: dict[str, Any], plans: dict[str, Plan]) -> dict[s
     """Each kernel's placements: itself, and for twins a copy of its library too, which
     this process maps at another address; a twin's samples take the two by turns.
 
-    The same kernel can run slower at one address than at another in a process: under a
-    busy loop, kata 11's MLIR parallel conv read 0.69-0.74x byte-identical copies of
-    itself in every race of about 1 process in 15 (4 of 57), and swapping the load order
-    of the slow module and its copy swapped which one was slow (race children fork from
-    one parent, so a module lands at the same address in every race of the process).
-    A copy of the slow file, loaded at another address, read 1.00x (AMD EPYC family 23
-    model 1). With two placements each, a round's best of a twin comes from the faster.
-    A module without a library file (a test's fake) is its own second placement.
+    The same kernel can run slower at one address than at another, in every race of a
+    process (race children fork from one parent, so a module lands at the same address
+    in each): docs/timing.md#second-placements. With two placements each, a round's best
+    of a twin comes from the faster. A module without a library file (a test's fake) is
+    its own second placement.
     """
     placements = {}
     for name, module in modules.items():
@@ -474,13 +425,11 @@ def openmp_workers_sleep_at_once() -> bool:
     By default an OpenMP worker spins for 200 ms (KMP_BLOCKTIME) after each parallel
     region, waiting for the next. When another process keeps the worker's core busy, the
     spinning worker and that process share the core by turns, and a slow parallel call
-    (kata 11's MLIR parallel conv, ~10 ms) starts in whichever turn it finds: two compiles
-    of it raced each other at 0.897-1.040x under a busy loop (8 races, AMD EPYC family 23
-    model 1). A sleeping worker is woken by the next region, and the scheduler gives a
-    thread that slept its core back at once: 0.999-1.007x (KMP_BLOCKTIME=0, same 8 races).
-    Only for slow twins: each wake-up costs ~20 us, nothing for a 10 ms call, but kata
-    04's MLIR parallel reference (~0.15 ms a call) read 21x naive spinning and 18x
-    sleeping on a quiet machine. Returns whether the runtime was there to tell.
+    starts in whichever turn it finds. A sleeping worker is woken by the next region, and
+    the scheduler gives a thread that slept its core back at once. Only for slow twins:
+    each wake-up costs a fast kernel more than its turns do
+    (docs/timing.md#sleeping-openmp-workers). Returns whether the runtime was there to
+    tell.
     """
     libomp = loaded_openmp()
     if libomp is None:  # no kernel of this race uses OpenMP
@@ -527,15 +476,12 @@ def tvm_workers_should_sleep(
     `threads_before` (its estimates ran a parallel kernel), none of them OpenMP's.
 
     TVM's workers spin between tasks, as OpenMP's do (openmp_workers_sleep_at_once), and
-    under a CPU hog a spinning worker shares its core with the hog by turns. Kata 10's TVM
-    parallel gemm (~3 ms a call) against a fresh compile of itself under a busy loop on
-    the other core read 0.909-1.072x spinning, 0.984-1.026x and 0.993-1.010x asleep (8 races
-    each); quiet, 0.953-0.972x spinning and 0.980-1.011x asleep, both at 89-97x naive (4
-    races each; Intel Xeon family 6 model 167). Not for fast kernels: kata 04's TVM
-    parallel reference (~0.1 ms a call) read 103-106x naive spinning and 70-82x asleep,
-    quiet. TVM's runtime does not use OpenMP, so threads started by the estimates without
-    libomp loaded are TVM's workers (a race is of one backend: libomp, once loaded,
-    stays). A user's own TVM_THREAD_POOL_SPIN_COUNT is left as it is.
+    under a CPU hog a spinning worker shares its core with the hog by turns; a fast
+    kernel loses more to the wake-up than to the turns
+    (docs/timing.md#sleeping-tvm-workers-and-the-restart). TVM's runtime does not use
+    OpenMP, so threads started by the estimates without libomp loaded are TVM's workers
+    (a race is of one backend: libomp, once loaded, stays). A user's own
+    TVM_THREAD_POOL_SPIN_COUNT is left as it is.
     """
     if TVM_SPIN_ENV in os.environ:
         return False
@@ -603,12 +549,8 @@ def format_percent(value: float, digits: int = 1, why: str = ABOVE_PEAK) -> str:
     return f"{text} ({why})" if value > 100 else text
 
 
-#: Kata 08's race against numpy: rounds of XTC's best of CALLS calls for each kernel,
-#: then numpy's best of CALLS calls, on the same threads.
-NUMPY_ROUNDS = 7
-CALLS = 3
-#: OpenBLAS and TVM workers busy-wait for a while after a call: a pause on each side lets
-#: them stop before the other side's kernel takes the cores.
+#: OpenBLAS's and TVM's workers busy-wait for a while after a call: numpy's samples pause
+#: this long before and after, so that neither side's workers take the other's cores.
 PAUSE_S = 0.2
 
 
@@ -622,86 +564,33 @@ def limit_threads(threads: int) -> None:
     """
     os.environ["TVM_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(threads)
     threadpool_limits(limits=threads, user_api="openmp")
+    threadpool_limits(limits=threads, user_api="blas")
 
 
-def _best_of_calls(
-    modules: dict[str, Any], inputs: list[np.ndarray], out: np.ndarray, threads: int
-) -> dict[str, float]:
-    limit_threads(threads)
-    parameters = shared_buffers(inputs, out)
-    best = {}
-    for name, module in modules.items():
-        evaluator = module.get_evaluator(
-            parameters=parameters, repeat=CALLS, number=1, min_repeat_ms=0, validate=False
-        )
-        best[name] = min(_evaluate(evaluator, name))
-    return best
+@dataclass(frozen=True)
+class NumpyKernel:
+    """numpy's own computation of `problem`, as a race times an XTC module: the yardstick
+    of a race against numpy (kata 08). Its evaluator runs `problem.numpy_call` on the
+    race's buffers, in the race's child, on the threads the race limits (limit_threads:
+    BLAS included), pausing PAUSE_S around each sample."""
 
-
-@dataclass
-class NumpyRace:
-    """XTC kernels against numpy, on `threads` threads each, in interleaved rounds.
-
-    Each round, `xtc_round()` times every kernel (best of CALLS calls, in a child
-    process) and the caller times numpy (best of CALLS calls): with pytest-benchmark in
-    kata 08's test, with `numpy_round()` elsewhere. A kernel's figure is the median over
-    rounds of numpy's time / its time: robust to one round that caught a neighbour.
-    """
-
-    modules: dict[str, Any]
     problem: Problem
-    threads: int
-    xtc: dict[str, list[float]] = field(default_factory=dict)
-    numpy: list[float] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        require_own_cores(f"{', '.join(self.modules)} against numpy on {self.problem.label}")
-        self.inputs = self.problem.inputs("random", seed=0)
-        check_arrays(self.inputs, self.problem.input_shapes, self.problem.dtype)
-        self.out = np.empty(self.problem.output_shape, dtype=self.problem.dtype)
+    def get_evaluator(self, parameters: Any, number: int, repeat: int, **_: Any) -> Any:
+        inputs, (out,) = ([x.numpy() for x in side] for side in parameters)
+        call = self.problem.numpy_call
 
-    def xtc_round(self) -> None:
-        time.sleep(PAUSE_S)
-        best = run_isolated(
-            _best_of_calls,
-            self.modules,
-            self.inputs,
-            self.out,
-            self.threads,
-            what="a kernel raced with numpy",
-        )
-        for name, seconds in best.items():
-            self.xtc.setdefault(name, []).append(seconds)
-        time.sleep(PAUSE_S)
+        class Evaluator:
+            def evaluate(self) -> tuple[list[float], int, str]:
+                time.sleep(PAUSE_S)
+                call(inputs, out)  # a warm-up call: BLAS starts its threads untimed
+                times = []
+                for _ in range(repeat):
+                    start = time.perf_counter()
+                    for _ in range(max(1, number)):
+                        call(inputs, out)
+                    times.append((time.perf_counter() - start) / max(1, number))
+                time.sleep(PAUSE_S)
+                return times, 0, ""
 
-    def numpy_round(self) -> None:
-        """numpy's best of CALLS calls, in this process, limited to the race's threads."""
-        a, b = self.inputs
-        with threadpool_limits(limits=self.threads, user_api="blas"):
-            np.matmul(a, b, out=self.out)  # OpenBLAS starts its threads here, untimed
-            times = []
-            for _ in range(CALLS):
-                start = time.perf_counter()
-                np.matmul(a, b, out=self.out)
-                times.append(time.perf_counter() - start)
-        self.numpy.append(min(times))
-
-    def run(self, rounds: int = NUMPY_ROUNDS) -> NumpyRace:
-        for _ in range(rounds):
-            self.xtc_round()
-            self.numpy_round()
-        return self
-
-    def ratio(self, name: str) -> float:
-        """Median over rounds of numpy's time / this kernel's: above 1, faster than numpy."""
-        return statistics.median(round_ratios(self.numpy, self.xtc[name]))
-
-    def relative(self, name: str, to: str) -> float:
-        """Median over rounds of `to`'s time / `name`'s, two XTC kernels timed in the same
-        child process one after the other: above 1, `name` is faster. Read against each
-        other round by round, two kernels compare in the same moments (speed_judge.py's
-        read_over_naive does the same for the other katas)."""
-        return statistics.median(round_ratios(self.xtc[to], self.xtc[name]))
-
-    def best(self, name: str) -> float:
-        return min(self.numpy) if name == "numpy" else min(self.xtc[name])
+        return Evaluator()

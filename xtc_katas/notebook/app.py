@@ -26,8 +26,8 @@ def _():
     import marimo as mo
 
     from xtc_katas import ROOT
-    from xtc_katas.checks.learner_schedules import tasks_where
-    from xtc_katas.cli import main as cli_main
+    from xtc_katas.checks.kinds import tasks_where
+    from xtc_katas.kata import progress
     from xtc_katas.kata.manifest import find
     from xtc_katas.kata.run_lock import RunBusy, RunLock
     from xtc_katas.measure import machine
@@ -36,7 +36,7 @@ def _():
 
     args = mo.cli_args()
     chosen = args.get("kata") or os.environ.get("XTC_KATAS_NOTEBOOK_KATA")
-    kata = find(str(chosen)) if chosen else cli_main._current_kata()
+    kata = find(str(chosen)) if chosen else progress.current_kata()
     # flags without a value: marimo's parser gives them "" (present) or nothing
     autorun = "autorun" in args
     autorun_quick = "quick" in args
@@ -44,7 +44,7 @@ def _():
     autorun_task = str(args.get("task") or "")
     machine_line = machine.describe()
     #: The tasks `xtc-katas show` and `explore` apply to come from the kinds' registry
-    #: (learner_schedules.KINDS), as those commands read it; it imports nothing of XTC.
+    #: (checks/kinds.py, KINDS), as those commands read it; it imports nothing of XTC.
     #: The run in progress (or the last one) and its rendered result: kept across cells
     #: without re-running them (a run lives longer than any cell's execution).
     current = {"run": None, "shown": None, "shown_html": None, "save": 0, "run_clicks": 0}
@@ -57,11 +57,11 @@ def _():
         autorun_backends,
         autorun_quick,
         autorun_task,
-        cli_main,
         current,
         kata,
         machine_line,
         mo,
+        progress,
         stub_sync,
         subprocess,
         sys,
@@ -124,11 +124,11 @@ def _(kata, mo):
 
 
 @app.cell
-def _(cli_main, hint_button, hint_task, kata, mo):
+def _(hint_button, hint_task, kata, mo, progress):
     _hint = ""
     if hint_button.value:
         _task = kata.task(hint_task.value)
-        _index, _text = cli_main.next_hint(kata, _task, advance=True)
+        _index, _text = progress.next_hint(kata, _task, advance=True)
         _hint = f"**{_task.function}, hint {_index + 1}/{len(_task.hints)}:** {_text}"
     mo.vstack([mo.md("## Hints, one at a time"), mo.hstack([hint_task, hint_button]), mo.md(_hint)])
     return

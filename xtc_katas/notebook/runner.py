@@ -336,12 +336,3 @@ def stop_all() -> None:
             run._thread.join(TERM_GRACE)
         if run._scratch is not None:
             shutil.rmtree(run._scratch, ignore_errors=True)
-
-
-def run_kata(
-    kata: Kata, quick: bool = False, backends: Sequence[str] = (), root: Path = ROOT, task: str = ""
-) -> RunResult:
-    """One run, start to end (the headless app and the tests)."""
-    result = KataRun(kata, quick, backends, root, task=task).start().wait()
-    assert result is not None
-    return result

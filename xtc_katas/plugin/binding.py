@@ -11,9 +11,9 @@ import pytest
 from xtc_katas.kata import stubs
 from xtc_katas.kata.manifest import Kata, kata_of_path
 
-#: The fixture that imports the module under test (fixtures.py): a test that asks for it
-#: is a test of the learner's module, checked stub first and judged for integrity after
-#: (reports.py), found in its funcargs by this name.
+#: The fixture of the module under test (fixtures.py): a test that asks for it is a test
+#: of the learner's module, checked stub first (reports.py), found in its funcargs by
+#: this name.
 LEARNER_MODULE = "learner_module"
 #: The user property a report carries its test's kata, tasks and backend in.
 BOUND = "xtc-katas-bound"

@@ -1,6 +1,6 @@
 """The kata plugin around each test's run and report: what a test checks travels with its
-report, the judges are checked after it, an untouched stub fails at once, and a failure
-is told in the learner's words (--check-stubs: inverted, a test must fail on the stub)."""
+report, an untouched stub fails at once, and a failure is told in the learner's words
+(--check-stubs: inverted, a test must fail on the stub)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from xtc_katas import ROOT
-from xtc_katas.checks import integrity
 from xtc_katas.kata import failures, stubs
 from xtc_katas.kata.manifest import Kata
 from xtc_katas.plugin.binding import BOUND, LEARNER_MODULE, bound_tasks, kata_of
@@ -30,40 +29,31 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     item.user_properties.append((BOUND, bound))
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """After a kata test, the judges must be as they were (checks/integrity.py): a
-    change fails that test, and is undone for the next."""
-    try:
-        return (yield)
-    finally:
-        kata = kata_of(item)
-        if kata is not None and LEARNER_MODULE in getattr(item, "funcargs", {}):
-            integrity.verify(f"{kata.id} › {item.name}")
-
-
 @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_call")
 def pytest_runtest_call_stub_first(item: pytest.Item) -> None:
     """Fail at once, before any costly setup in the test body, on an untouched stub or a
     function the learner's module lacks (renamed or deleted)."""
-    module = getattr(item, "funcargs", {}).get(LEARNER_MODULE)
+    learner = getattr(item, "funcargs", {}).get(LEARNER_MODULE)
     kata = kata_of(item)
-    if module is None or kata is None:
+    if learner is None or kata is None:
         return
-    missing = stubs.first_missing(module, bound_tasks(item))
+    found = learner.loaded
+    missing = next((f for f in bound_tasks(item) if f not in found.functions), None)
     if missing:
         raise stubs.FunctionMissing(kata, missing)
     if item.config.getoption("--check-stubs"):
         return
-    name = stubs.first_untouched(module, bound_tasks(item))
-    if name:
-        raise failures.StubNotImplemented(kata, name)
+    untouched = next((f for f in bound_tasks(item) if f in found.untouched), None)
+    if untouched:
+        raise failures.StubNotImplemented(kata, untouched)
 
 
 def _in_katas(item: pytest.Item) -> bool:
     return Path(item.path).resolve().is_relative_to(ROOT / "katas")
 
 
+#: The stub messages a run showed whole: a repeat is shown in one line.
+TOLD = pytest.StashKey[set]()
 #: The failure's description (failures.describe), made once by the wrapper below before
 #: the report is, and read by the report's first maker.
 DESCRIBED = pytest.StashKey["tuple[str, bool] | None"]()
@@ -73,8 +63,7 @@ DESCRIBED = pytest.StashKey["tuple[str, bool] | None"]()
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A failure told without its traceback gets a report without one: pytest would
     format the traceback (reading every frame's source) only for the wrapper below to
-    drop it. On an untouched stub that was most of a red run's time after start-up:
-    36 failures of kata 10 spent 0.9 s there (cProfile, AMD EPYC family 23 model 1)."""
+    drop it: on an untouched stub that was most of a red run's time after start-up."""
     described = item.stash.get(DESCRIBED, None)
     if call.when != "call" or described is None or described[1]:
         return None
@@ -108,6 +97,11 @@ def pytest_runtest_makereport_in_words(
     if described:
         header, keep_traceback = described
         report.longrepr = f"{header}\n\n{report.longrepr}" if keep_traceback else header
+        if call.excinfo is not None and isinstance(call.excinfo.value, NotImplementedError):
+            told = item.config.stash.setdefault(TOLD, set())
+            if header in told:  # once is enough: the next ones in a line
+                report.longrepr = header.splitlines()[0] + " (as above)"
+            told.add(header)
     if item.config.getoption("--check-stubs") and _in_katas(item) and report.when == "call":
         stub_failure = (
             described is not None

@@ -70,16 +70,16 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 continue
             for key, figures in getattr(report, "user_properties", []):
                 if key == "perf":
-                    numbers = {k: v for k, v in figures.items() if k != "step"}
+                    notes = [figures[k] for k in ("step", "close") if k in figures]
+                    numbers = {k: v for k, v in figures.items() if k not in ("step", "close")}
                     shown = ", ".join(f"{k} {_fmt(k, v)}" for k, v in numbers.items())
                     line = f"{report.nodeid}: {shown}"
-                    if "step" in figures:  # the step did not pay in this run (speed_rule)
-                        line += f"\n    note: {figures['step']}"
+                    line += "".join(f"\n    note: {note}" for note in notes)
                     lines.append(line)
     if lines:
         terminalreporter.section("performance (side by side, min of repeats)")
         terminalreporter.write_line(f"measured on {machine.describe()}")
-        terminalreporter.write_line(machine.lesson_rows_line())
+        terminalreporter.write_line(machine.calibration_line())
         from xtc_katas.measure import machine_peak
 
         for line in machine_peak.summary_lines(compare=False):

@@ -2,8 +2,8 @@
 
 Every task with a cap in the manifest is raced as its test races it (speed_judge.py,
 speed_rule.py), N times, with the reference solution in the learner's seat: naive, the
-reference, the previous technique's reference; kata 08 against numpy (timing.NumpyRace)
-on 1 and 2 threads. It prints the machine (machine.py), a table of the ranges (the
+reference, the previous technique's reference; kata 08 against numpy on 1
+and 2 threads. It prints the machine (machine.py), a table of the ranges (the
 reference's speedup, the previous task's, the bar of each run, a correct solution's
 smallest margin over its bar), for each kata one row of the lesson's per-machine
 table, ready to paste, and the steps that did not pay here: where, in the median run, a
@@ -21,15 +21,13 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from xtc_katas.checks.learner_schedules import kind_of
-from xtc_katas.checks.speed_judge import compile_solution, cores, race_task
+from xtc_katas.checks.kinds import kind_of
+from xtc_katas.checks.speed_judge import race
 from xtc_katas.checks.speed_rule import ABOVE_PREVIOUS, Speedups, bar
-from xtc_katas.kata import loader
+from xtc_katas.checks.task_under_test import TaskUnderTest, reference_learner
 from xtc_katas.kata.manifest import Kata, Task, katas
-from xtc_katas.kata.problems import PROBLEMS
 from xtc_katas.measure import cpu_reading, machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
-from xtc_katas.measure.timing import NumpyRace
 from xtc_katas.measure.workdir import Workdir
 
 LARGE_THREADS = (1, 2)
@@ -44,31 +42,18 @@ def calibrated_tasks(selected: list[str] | None = None) -> list[tuple[Kata, Task
     ]
 
 
-def run_once(kata: Kata, task: Task, backend: KataBackend, workdir: Workdir) -> list[tuple]:
-    """[(label, Speedups, cap)] of one side-by-side run of this task."""
-    problem = PROBLEMS[task.problem]
-    cap = task.cap(backend.name)
-    if kind_of(task).numpy_race:
-        solution = loader.load(kata, solution=True)
-        found = []
-        for threads in LARGE_THREADS:
-            impl, scheduler = kind_of(task).schedule(
-                kata, solution, task.function, backend, problem, threads=threads
-            )
-            module = workdir.compile(impl, scheduler.schedule(), stem=f"large_{threads}")
-            numpy_race = NumpyRace({"reference": module}, problem, threads).run()
-            ratio = numpy_race.ratio("reference")
-            found.append((f"{task.function} {threads}T", Speedups(ratio, ratio), cap))
-        return found
-    reference = task.reference or task.function
-    learner = compile_solution(workdir, kata, reference, backend, problem)
-    unfused = (
-        compile_solution(workdir, kata, reference, backend, problem, unfused=True)
-        if task.baseline == "unfused"
-        else None
-    )
-    result, _ = race_task(workdir, kata, task.function, backend, problem, learner, unfused)
-    return [(task.function, result, cap)]
+def run_once(kata: Kata, entry: Task, backend: KataBackend, workdir: Workdir) -> list[tuple]:
+    """[(label, Speedups, cap)] of one side-by-side run of this task, the reference in
+    the learner's seat (kata 08: on each of LARGE_THREADS)."""
+    task = TaskUnderTest(kata, entry, reference_learner(kata), backend, workdir)
+    cap = entry.cap(backend.name)
+    if task.kind.numpy_race:
+        return [
+            (f"{entry.function} {threads}T", race(task.on_threads(threads))[0], cap)
+            for threads in LARGE_THREADS
+        ]
+    kernel = None if entry.baseline == "unfused" else task.reference().compiled()
+    return [(entry.function, race(task, kernel)[0], cap)]
 
 
 def table(results: dict[tuple[str, str], list[tuple[Speedups, float]]]) -> list[str]:
@@ -143,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cpu_reading.remember()
     machine.emulate_cpu_info()
-    print(f"machine: {machine.describe()}; parallel races on {cores()} threads", flush=True)
+    print(f"machine: {machine.describe()}; parallel races on {os.cpu_count()} threads", flush=True)
     results: dict[tuple[str, str], list[tuple[Speedups, float]]] = defaultdict(list)
     cwd = Path.cwd()
     with tempfile.TemporaryDirectory(prefix="xtc-katas-calibration-") as scratch:

@@ -165,11 +165,7 @@ def summarize(seen: dict[str, list[dict]]) -> tuple[list[str], int, list[str]]:
         failed = sum(r["failed"] for r in results)
         failures += failed
         # kata 08 measures against numpy, not naive
-        measured = [
-            (r.get("speedup_vs_numpy", r.get("speedup")), r)
-            for r in results
-            if r.get("bar") is not None
-        ]
+        measured = [(r.get("speedup"), r) for r in results if r.get("bar") is not None]
         if not measured:
             table.append(f"| {name} | {len(results)} | {failed} | - | - | - | - |")
             continue
@@ -177,7 +173,7 @@ def summarize(seen: dict[str, list[dict]]) -> tuple[list[str], int, list[str]]:
         short = name.split("::")[-1]
         if margin < MARGIN:
             thin.append(short)
-        references = [r.get("reference_vs_numpy", r.get("reference_speedup")) for _, r in measured]
+        references = [r.get("reference_speedup") for _, r in measured]
         table.append(
             f"| {short} | {len(results)} | {failed} | {_span(s for s, _ in measured)} | "
             f"{_span(references)} | {_span(r['bar'] for _, r in measured)} | {margin:.2f} |"

@@ -1,0 +1,337 @@
+"""The kinds of task, in one registry, KINDS: what the manifest's `kind` means.
+
+A kind says how the harness gets a schedule out of the learner's function: its `probe`
+calls the function in the learner's worker (checks/learner.py) and returns the schedule
+as plain data, the primitive calls made on a recording scheduler or a descript spec;
+`schedules()` builds it again here, on a fresh scheduler of the task's problem, checked
+(checks/schedule.py). A race over "unfused" (kata 09) gets the same schedule without its
+fusion from the same call. The kind's flags say which commands serve it: `xtc-katas show`
+(a probe), `report` and the tests' race over naive (raced), the race against numpy on
+threads (numpy_race), `explore` (explored). Every place that depends on a kind asks
+`kind_of(task)`; none compares kind names. A new kind is one entry in KINDS.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from xtc_katas.checks.schedule import (
+    Call,
+    ScheduleMistake,
+    check_schedule,
+    fresh_scheduler,
+    nest_signature,
+    recording,
+    replay,
+    schedule_spec,
+    without_fusion,
+)
+from xtc_katas.kata.manifest import Kata, Task
+from xtc_katas.kata.problems import Problem
+from xtc_katas.measure.backends import KataBackend
+from xtc_katas.measure.observed import Proxy
+
+if TYPE_CHECKING:
+    from xtc_katas.checks.task_under_test import TaskUnderTest
+
+Built = tuple[Any, Any]  # (XTC backend, checked scheduler)
+
+#: The sample a task of kind "strategy" is raced with: the first one of this seed.
+STRATEGY_SEED = 0
+#: The samples `show --sample N` draws from a strategy: kata 07's search's.
+EXPLORED, EXPLORED_SEED = 30, 42
+
+
+# --- Probes: in the learner's worker, the function's schedule as plain data --------------
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a probe builds, in the learner's worker: `function`'s schedule of `problem` on
+    `backend` (`label` names it in messages; `threads` for a kind scheduled per thread
+    count; `option` what `show` asks: a sample, a candidate, a thread count)."""
+
+    function: str
+    label: str
+    backend: KataBackend
+    problem: Problem
+    threads: int | None = None
+    option: Any = None
+
+
+def _calls(asked: Asked, function: Callable[..., Any], *args: Any) -> list[Call]:
+    """`function(sch, *args)` on a recording scheduler of the problem: the calls it made."""
+    label = asked.label
+    _, scheduler = fresh_scheduler(asked.backend, asked.problem)
+    sch, calls = recording(scheduler, label)
+    returned = function(sch, *args)
+    if returned is not None:
+        raise ScheduleMistake(
+            f"{label}(sch{', threads' if args else ''}) returned a {type(returned).__name__}: "
+            "it must call primitives on `sch` (sch.interchange(...), sch.vectorize(...)) and "
+            "return None. The harness compiles `sch` itself, so a returned value is ignored"
+        )
+    return calls
+
+
+def schedule_probe(module: ModuleType, asked: Asked) -> list[Call]:
+    """f(sch): the calls it made."""
+    return _calls(asked, getattr(module, asked.function))
+
+
+def large_probe(module: ModuleType, asked: Asked) -> list[Call]:
+    """f(sch, threads): the calls it made for `threads` (`show --threads`: `option`)."""
+    threads = asked.option or asked.threads or 1
+    return _calls(asked, getattr(module, asked.function), threads)
+
+
+def strategy_probe(module: ModuleType, asked: Asked) -> list[Call]:
+    """f(graph) returns an XTC strategy: the calls it generates for its first sample of
+    STRATEGY_SEED (`show --sample N`: the Nth of the samples kata 07's search draws)."""
+    label, option = asked.label, asked.option
+    strategy = getattr(module, asked.function)(asked.problem.graph())
+    if isinstance(strategy, type):
+        raise ScheduleMistake(
+            f"{label}(graph) returned the class {strategy.__name__} itself: return an "
+            f"instance, {strategy.__name__}(graph, vec_size=..., max_unroll=..., threads=1)"
+        )
+    if not (hasattr(strategy, "sample") and hasattr(strategy, "generate")):
+        raise ScheduleMistake(
+            f"{label}(graph) returned a {type(strategy).__name__}, not a strategy: return "
+            "an instance of a class from xtc.search.strategies"
+        )
+    if option is None:
+        sample = next(iter(strategy.sample(1, STRATEGY_SEED)))
+    else:
+        sample = list(strategy.sample(EXPLORED, EXPLORED_SEED))[option]
+    return recorded_calls(asked, strategy, sample)
+
+
+def recorded_calls(asked: Asked, strategy: Any, sample: Any) -> list[Call]:
+    """The calls `strategy.generate` makes for `sample` on a fresh scheduler."""
+    return _calls(asked, lambda sch: strategy.generate(sch, list(sample)))
+
+
+def plain(value: Any) -> Any:
+    """A deep copy of a spec made of plain dicts, lists and tuples (a dict subclass's own
+    items() is never asked): what the harness builds is what it read, once."""
+    if isinstance(value, dict):
+        return {plain(key): plain(item) for key, item in dict.items(value)}
+    if isinstance(value, (list, tuple)):
+        base = list if isinstance(value, list) else tuple
+        return base(plain(item) for item in base.__iter__(value))
+    return copy.deepcopy(value)
+
+
+def spec_probe(module: ModuleType, asked: Asked) -> dict:
+    """f() returns a descript spec: that dict, plain."""
+    spec = getattr(module, asked.function)()
+    if not isinstance(spec, dict):
+        example = {dim: {} for dim in asked.problem.dims}
+        raise ScheduleMistake(
+            f"{asked.label}() returned a {type(spec).__name__}, not a dict: return the spec "
+            f"itself, a dict of loops, outer to inner, e.g. {example!r}"
+        )
+    return plain(spec)
+
+
+def candidate_probe(module: ModuleType, asked: Asked) -> dict:
+    """f() returns [(name, spec)]: the spec named `option` (default: the first)."""
+    specs = dict(getattr(module, asked.function)())
+    name = asked.option or next(iter(specs))
+    if name not in specs:
+        raise LookupError(f"no candidate {name!r}; {asked.function}() has {list(specs)}")
+    return plain(specs[name])
+
+
+def baseline_probe(module: ModuleType, asked: Asked) -> list[Call]:
+    """f(graph, Backend, dump_file) compiles the graph itself: the calls made on the last
+    scheduler it got (a baseline makes none)."""
+    made: list[list[Call]] = []
+
+    def get_scheduler(get: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        sch, calls = recording(get(*args, **kwargs), asked.label)
+        made.append(calls)
+        return sch
+
+    def backend_of(make: Callable[..., Any], *args: Any, **kwargs: Any) -> Proxy:
+        return Proxy(make(*args, **kwargs), get_scheduler=get_scheduler)
+
+    with tempfile.TemporaryDirectory() as scratch:
+        Backend = Proxy(asked.backend.Backend, __call__=backend_of)
+        getattr(module, asked.function)(asked.problem.graph(), Backend, f"{scratch}/baseline")
+    if not made:
+        raise LookupError("no scheduler was made: build one with Backend(graph).get_scheduler()")
+    return made[-1]
+
+
+def search_probe(
+    module: ModuleType,
+    search: str,
+    feed: str,
+    feeds_on: str,
+    backend: KataBackend,
+    problem: Problem,
+    peak: float,
+    num: int,
+    seed: int,
+) -> Any:
+    """A search (katas 06, 07) called as its tests call it, on what the function `feed`
+    of the task it feeds on gives: candidates, or a strategy's `num` samples of `seed`."""
+    graph, explore = problem.graph(), getattr(module, search)
+    if feeds_on == "strategy":
+        return explore(graph, backend.Backend, getattr(module, feed)(graph), num, seed, peak)
+    return explore(graph, backend.Backend, getattr(module, feed)(), peak)
+
+
+# --- The registry ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a task's function gives the harness, and which commands serve it."""
+
+    name: str
+    #: In the learner's worker: the function's schedule as plain data (None: it has none).
+    probe: Callable[..., Any] | None = None
+    #: `xtc-katas report` and the tests race it over its baseline (naive, or unfused).
+    raced: bool = False
+    #: Raced against numpy on 1 and more threads (kata 08): report, calibration.
+    numpy_race: bool = False
+    #: What `xtc-katas explore` runs: "search" (a generator of measured candidates) or
+    #: "optimizer" (raced on the cost model); "" for none.
+    explored: str = ""
+    #: For a search, the kind of task that gives it what it searches.
+    feeds_on: str = ""
+    #: The learner's call in messages: "(sch)", "()".
+    call: str = "()"
+    #: What `xtc-katas show` may ask of its probe (an option of its own: "sample",
+    #: "candidate", "threads"), passed as the probe's `option`.
+    option: str = ""
+
+    @property
+    def shown(self) -> bool:
+        """`xtc-katas show` can build its schedule."""
+        return self.probe is not None
+
+    def in_own_terms(self, mistakes: list[str], loop_nest: Any) -> list[str]:
+        """The loop-nest checks' messages in the terms the learner writes: a spec's writer
+        never sees descript's loop names ('i0' for "i#4") nor calls unroll(): each
+        `unroll({'i0': 4})` becomes `"i#4": {"unroll": True}` and each loop named is
+        followed by its key."""
+        if self.probe is not spec_probe:
+            return mistakes
+        keys = {
+            name: f"{axis}#{size}"
+            for axis, tiles in loop_nest.root_node.tiles.items()
+            for name, size in tiles.items()
+        }
+
+        def spec_terms(mistake: str) -> str:
+            for name, key in keys.items():
+                mistake = re.sub(
+                    rf"unroll\(\{{'{re.escape(name)}': \d+\}}\)",
+                    f'"{key}": {{"unroll": True}}',
+                    mistake,
+                )
+                mistake = mistake.replace(f"'{name}'", f"'{name}' (your \"{key}\")", 1)
+            return mistake
+
+        return [spec_terms(mistake) for mistake in mistakes]
+
+
+KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        Kind("schedule", schedule_probe, raced=True, call="(sch)"),
+        Kind("spec", spec_probe, raced=True),
+        Kind("large", large_probe, numpy_race=True, call="(sch, threads)", option="threads"),
+        Kind("strategy", strategy_probe, call="(graph)", option="sample"),
+        Kind("baseline", baseline_probe, call="(graph, Backend, dump_file)"),
+        Kind("candidates", candidate_probe, option="candidate"),
+        Kind("search", explored="search", feeds_on="candidates"),
+        Kind("strategy_search", explored="search", feeds_on="strategy"),
+        Kind("optimizer", explored="optimizer"),
+    )
+}
+#: A task without a kind (a graph, a formula): it builds nothing the commands use.
+NO_KIND = Kind("")
+
+
+def kind_of(task: Task | None) -> Kind:
+    """The kind of `task` (NO_KIND for a task without one, or no task)."""
+    if task is None or not task.kind:
+        return NO_KIND
+    if task.kind not in KINDS:
+        raise LookupError(
+            f"{task.function}: kind = {task.kind!r} is none of {sorted(KINDS)} (the registry "
+            "of xtc_katas/checks/kinds.py; katas/manifest.toml)"
+        )
+    return KINDS[task.kind]
+
+
+def feeder_of(kata: Kata, task: Task) -> Task:
+    """The task of `kata` whose function a search task feeds on (its kind's feeds_on)."""
+    wanted = KINDS[kind_of(task).feeds_on]
+    return next(t for t in kata.tasks if kind_of(t) is wanted)
+
+
+def tasks_where(kata: Kata, wanted: str) -> list[Task]:
+    """The kata's tasks whose kind has the flag `wanted` ("shown", "raced", ...)."""
+    return [task for task in kata.tasks if getattr(kind_of(task), wanted)]
+
+
+# --- From plain data back to a schedule, in the harness's process ------------------------
+
+
+def schedules(
+    task: TaskUnderTest, option: Any = None, twin: bool = False
+) -> tuple[Built, Built | None]:
+    """(the task's checked schedule, with `twin` the same without its fusion, else None):
+    both from ONE call of the learner's function, whatever it does. `option`: what `show`
+    asks of a kind (a sample, a candidate)."""
+    kind = task.kind
+    if kind.probe is None:
+        raise LookupError(
+            f"{task.kata.id}.{task.function} is of kind {kind.name!r}: only a task of kind "
+            f"{', '.join(repr(k) for k, c in KINDS.items() if c.shown)} builds a schedule "
+            "(katas/manifest.toml)"
+        )
+    kata, label = task.kata.id, f"{task.function}{kind.call}"
+    asked = Asked(
+        task.function, f"{kata} › {task.function}", task.backend, task.problem, task.threads, option
+    )
+    data = task.learner.run(kind.probe, asked)
+    if isinstance(data, dict):
+        fused = schedule_spec(kata, data, f"{task.function}()", task.backend, task.problem)
+        if not twin:
+            return fused, None
+        bare = without_fusion(data)
+        unfused = schedule_spec(kata, bare, f"{task.function}()", task.backend, task.problem)
+    else:
+        fused = replay(data, task.backend, task.problem)
+        check_schedule(fused[1], kata, task.function, task.problem)
+        if not twin:
+            return fused, None
+        try:
+            unfused = replay(data, task.backend, task.problem, unfused=True)
+        except Exception as exc:
+            raise ScheduleMistake(
+                f"{kata} › {label}: the same calls without fuse_consumer_at/fuse_producer_at "
+                f"(the schedule unfused, that yours races) fail in XTC with "
+                f"{type(exc).__name__}: {exc}. Make every other call stand without the fusion"
+            ) from exc
+        check_schedule(unfused[1], kata, task.function, task.problem)
+    if nest_signature(fused[1]) == nest_signature(unfused[1]):
+        raise ScheduleMistake(
+            f"{kata} › {label}: this schedule fuses nothing (no fuse_consumer_at or "
+            'fuse_producer_at call, no "fuse_consumer" annotation), so racing it against '
+            "itself unfused measures nothing: fuse the relu into C's nest"
+        )
+    return fused, unfused

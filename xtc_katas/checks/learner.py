@@ -1,0 +1,164 @@
+"""The learner's module, behind one process boundary.
+
+The harness never imports the learner's module. A `Learner` forks a worker
+(isolation.Worker) that imports it and runs its functions there; what comes back is
+plain data: a number, a graph, the primitive calls a schedule function made, a spec, a
+search's reported figures. The harness compiles, times and judges in its own process from
+that data alone, so nothing the learner's code does (rebinding a judge, reading a secret,
+crashing, hanging, calling sys.exit) reaches a verdict: a crash or a hang is its own
+verdict, named, and the worker is forked again for the next call.
+
+A call is `learner.some_function(*args)` (the arguments pickled to the worker, the result
+back) or `learner.run(probe, *args)`: `probe(module, *args)` in the worker, for a harness
+function that calls the learner's code with objects that live there (a recording
+scheduler, a counting Backend) and returns what it saw. The reference solutions are the
+harness's own code: `Learner(kata, solution=True, local=True)` runs them in-process, the
+same probes on the same path.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from xtc_katas.kata import loader, stubs
+from xtc_katas.kata.manifest import Kata
+from xtc_katas.measure.isolation import TIME_LIMIT_S, Worker
+
+#: The module the worker imported (in the worker only).
+_LOADED: dict[str, ModuleType] = {}
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What the worker found in the module when it imported it: the functions it defines
+    and which of them are still the untouched stub."""
+
+    functions: frozenset[str]
+    untouched: frozenset[str]
+
+
+def _load(kata: Kata, solution: bool) -> Loaded:
+    module = loader.load(kata, solution)
+    _LOADED["module"] = module
+    functions = {name for name, f in vars(module).items() if inspect.isfunction(f)}
+    return Loaded(
+        frozenset(functions),
+        frozenset(name for name in functions if stubs.is_untouched_stub(getattr(module, name))),
+    )
+
+
+def run_probe(probe: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """In a worker: `probe(the module it imported, *args, **kwargs)`."""
+    return probe(_LOADED.get("module"), *args, **kwargs)
+
+
+def call(module: ModuleType, function: str, *args: Any, **kwargs: Any) -> Any:
+    """The probe of a plain call: `module.function(*args, **kwargs)`."""
+    return getattr(module, function)(*args, **kwargs)
+
+
+class Learner:
+    """The kata's module (the learner's stub, or the reference with `solution`), each call
+    of its functions run in a worker process; `local`: in this process (the references)."""
+
+    def __init__(self, kata: Kata, solution: bool | None = None, local: bool = False) -> None:
+        self.kata = kata
+        self.solution = loader.solutions_selected() if solution is None else solution
+        self.local = local
+        self._worker: Worker | None = None
+        self._module: ModuleType | None = None
+        self.loaded = self._start()
+
+    @classmethod
+    def wrapping(cls, kata: Kata, module: Any, solution: bool = False) -> Learner:
+        """A local Learner of a module already imported (a harness test's planted one)."""
+        learner = cls.__new__(cls)
+        learner.kata, learner.solution, learner.local = kata, solution, True
+        learner._worker, learner._module = None, module
+        learner.loaded = Loaded(frozenset(dir(module)), frozenset())
+        return learner
+
+    def _start(self) -> Loaded:
+        if self.local:
+            loaded = _load(self.kata, self.solution)
+            self._module = _LOADED.pop("module")
+            return loaded
+        self._worker = Worker(_load, self.kata, self.solution, what=f"{self.kata.id}'s code")
+        return self._worker.first
+
+    def run(
+        self,
+        probe: Callable[..., Any],
+        *args: Any,
+        what: str = "",
+        time_limit_s: float | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`probe(module, *args, **kwargs)` where the module lives; its plain result.
+        `what` names it in a crash's or a hang's message (default: the function called),
+        `time_limit_s` bounds it (default: isolation.TIME_LIMIT_S)."""
+        if self._module is not None:
+            return probe(self._module, *args, **kwargs)
+        if self._worker is None or not self._worker.alive:  # after a crash or a hang
+            self.loaded = self._start()
+        assert self._worker is not None
+        named = f"{args[0]}()" if probe is call and args else getattr(probe, "__name__", "")
+        self._worker.what = what or f"{self.kata.id} › {named}"
+        self._worker.limit = time_limit_s or TIME_LIMIT_S
+        try:
+            return self._worker.call(run_probe, probe, *args, **kwargs)
+        except BaseException as exc:
+            if not getattr(exc, "__notes__", None):  # raised here (a timeout): not by it
+                exc.add_note(f"while running {self._worker.what}")
+                self.close(kill=True)  # it may still run: the next call forks anew
+            raise
+
+    @property
+    def module(self) -> Any:
+        """The module itself, for a local Learner (in this process) only."""
+        if self._module is None:
+            raise LookupError(f"{self.kata.id}'s module lives in its own process")
+        return self._module
+
+    def submit(self, probe: Callable[..., Any], *args: Any) -> Worker:
+        """Start `probe(module, *args)` in the worker and return it, to read its progress
+        (`Worker.step`) beside other workers': kata 12's race runs two at once."""
+        assert self._worker is not None, "a local module runs no probe in the background"
+        self._worker.submit(run_probe, probe, *args)
+        return self._worker
+
+    def iterate(
+        self, probe: Callable[..., Iterator[Any]], *args: Any, time_limit_s: float | None = None
+    ) -> Iterator[Any]:
+        """Each item of `probe(module, *args)` as the worker yields it (`time_limit_s`
+        bounds the wait for each)."""
+        if self._module is not None:
+            return probe(self._module, *args)
+        assert self._worker is not None
+        self._worker.limit = time_limit_s or TIME_LIMIT_S
+        return self._worker.iterate(run_probe, probe, *args)
+
+    def __getattr__(self, function: str) -> Callable[..., Any]:
+        if function.startswith("_"):
+            raise AttributeError(function)
+
+        def in_worker(*args: Any, **kwargs: Any) -> Any:
+            return self.run(call, function, *args, **kwargs)
+
+        in_worker.__name__ = function
+        return in_worker
+
+    def close(self, kill: bool = False) -> None:
+        if self._worker is not None:
+            self._worker.close(kill)
+            self._worker = None
+
+    def __enter__(self) -> Learner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
