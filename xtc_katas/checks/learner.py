@@ -18,14 +18,16 @@ same probes on the same path.
 
 from __future__ import annotations
 
-import inspect
+import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from xtc_katas.kata import loader, stubs
 from xtc_katas.kata.manifest import Kata
+from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.isolation import TIME_LIMIT_S, Worker
 
 #: The module the worker imported (in the worker only).
@@ -34,21 +36,30 @@ _LOADED: dict[str, ModuleType] = {}
 
 @dataclass(frozen=True)
 class Loaded:
-    """What the worker found in the module when it imported it: the functions it defines
-    and which of them are still the untouched stub."""
+    """What the module's source defines at its top level (`functions`: every name it
+    binds) and which of its functions are still the untouched stub: read without running
+    it, so that a red run fails at once, before any process starts."""
 
     functions: frozenset[str]
     untouched: frozenset[str]
 
+    @classmethod
+    def read(cls, path: Path) -> Loaded:
+        tree = ast.parse(path.read_text(), filename=str(path))  # a SyntaxError says where
+        names, untouched = set(), set()
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                names.add(node.name)
+                if stubs.is_stub_definition(node):
+                    untouched.add(node.name)
+            else:
+                names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+                names.update(a.asname or a.name for a in getattr(node, "names", ()))
+        return cls(frozenset(names), frozenset(untouched))
 
-def _load(kata: Kata, solution: bool) -> Loaded:
-    module = loader.load(kata, solution)
-    _LOADED["module"] = module
-    functions = {name for name, f in vars(module).items() if inspect.isfunction(f)}
-    return Loaded(
-        frozenset(functions),
-        frozenset(name for name in functions if stubs.is_untouched_stub(getattr(module, name))),
-    )
+
+def _load(kata: Kata, solution: bool) -> None:
+    _LOADED["module"] = loader.load(kata, solution)
 
 
 def run_probe(probe: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -71,7 +82,10 @@ class Learner:
         self.local = local
         self._worker: Worker | None = None
         self._module: ModuleType | None = None
-        self.loaded = self._start()
+        self.loaded = Loaded.read(loader.module_path(kata, self.solution))
+        if local:
+            _load(kata, self.solution)
+            self._module = _LOADED.pop("module")
 
     @classmethod
     def wrapping(cls, kata: Kata, module: Any, solution: bool = False) -> Learner:
@@ -82,13 +96,16 @@ class Learner:
         learner.loaded = Loaded(frozenset(dir(module)), frozenset())
         return learner
 
-    def _start(self) -> Loaded:
-        if self.local:
-            loaded = _load(self.kata, self.solution)
-            self._module = _LOADED.pop("module")
-            return loaded
-        self._worker = Worker(_load, self.kata, self.solution, what=f"{self.kata.id}'s code")
-        return self._worker.first
+    def _start(self, *args: Any) -> Worker:
+        """The worker, forked at the first call (after the backends that call hands over
+        are imported here: the worker inherits them instead of importing them again)."""
+        if self._worker is None or not self._worker.alive:  # first call, or after a crash
+            for each in args:
+                backend = each if isinstance(each, KataBackend) else getattr(each, "backend", None)
+                if isinstance(backend, KataBackend):
+                    _ = backend.Backend
+            self._worker = Worker(_load, self.kata, self.solution, what=f"{self.kata.id}'s code")
+        return self._worker
 
     def run(
         self,
@@ -103,8 +120,7 @@ class Learner:
         `time_limit_s` bounds it (default: isolation.TIME_LIMIT_S)."""
         if self._module is not None:
             return probe(self._module, *args, **kwargs)
-        if self._worker is None or not self._worker.alive:  # after a crash or a hang
-            self.loaded = self._start()
+        self._start(*args)
         assert self._worker is not None
         named = f"{args[0]}()" if probe is call and args else getattr(probe, "__name__", "")
         self._worker.what = what or f"{self.kata.id} › {named}"
@@ -127,9 +143,10 @@ class Learner:
     def submit(self, probe: Callable[..., Any], *args: Any) -> Worker:
         """Start `probe(module, *args)` in the worker and return it, to read its progress
         (`Worker.step`) beside other workers': kata 12's race runs two at once."""
-        assert self._worker is not None, "a local module runs no probe in the background"
-        self._worker.submit(run_probe, probe, *args)
-        return self._worker
+        assert self._module is None, "a local module runs no probe in the background"
+        worker = self._start(*args)
+        worker.submit(run_probe, probe, *args)
+        return worker
 
     def iterate(
         self, probe: Callable[..., Iterator[Any]], *args: Any, time_limit_s: float | None = None
@@ -138,9 +155,9 @@ class Learner:
         bounds the wait for each)."""
         if self._module is not None:
             return probe(self._module, *args)
-        assert self._worker is not None
-        self._worker.limit = time_limit_s or TIME_LIMIT_S
-        return self._worker.iterate(run_probe, probe, *args)
+        worker = self._start(*args)
+        worker.limit = time_limit_s or TIME_LIMIT_S
+        return worker.iterate(run_probe, probe, *args)
 
     def __getattr__(self, function: str) -> Callable[..., Any]:
         if function.startswith("_"):

@@ -32,11 +32,15 @@ def is_untouched_stub(function: Callable[..., Any]) -> bool:
 
 
 def _is_stub_source(source: str) -> bool:
-    """A function definition whose body is a docstring and `raise NotImplementedError`."""
     try:
         (node,) = ast.parse(source).body
     except (SyntaxError, ValueError):
         return False
+    return is_stub_definition(node)
+
+
+def is_stub_definition(node: ast.stmt) -> bool:
+    """A function definition whose body is a docstring and `raise NotImplementedError`."""
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return False
     body = node.body
