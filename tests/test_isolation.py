@@ -149,8 +149,14 @@ def _items_then(how):
     yield 3
 
 
+def _items(how):
+    """`_items_then(how)`'s items as a worker streams them (`xtc-katas explore`'s search)."""
+    with isolation.Worker(_items_then, how, iterating=True) as worker:
+        yield from worker.items()
+
+
 def test_a_search_streams_its_items_from_the_child():
-    assert list(isolation.iterate_isolated(_items_then, "finish")) == [1, 2, 3]
+    assert list(_items("finish")) == [1, 2, 3]
 
 
 @pytest.mark.parametrize(
@@ -159,7 +165,7 @@ def test_a_search_streams_its_items_from_the_child():
 def test_a_search_that_dies_gives_its_items_then_the_error(how, error):
     seen = []
     with pytest.raises(error):
-        for item in isolation.iterate_isolated(_items_then, how):
+        for item in _items(how):
             seen.append(item)
     assert seen == [1, 2], "the items measured before the crash reach the progress bar"
 

@@ -14,33 +14,21 @@ Katas 01-08 and the single-answer cases live in test_plugin.py (PLANTED, RIGHT);
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import pytest
 
 from xtc_katas.kata.manifest import find
+from xtc_katas.tools.flakecheck import load_answers
 from xtc_katas.tools.repo_copy import copy_repository, run_pytest
 
 pytestmark = pytest.mark.slow
 
-
-@dataclass(frozen=True)
-class Answer:
-    """A learner's body for `function`, and what the tests selected by `select` say."""
-
-    function: str
-    body: str
-    select: str  # a pytest -k expression: the tests that must judge this answer
-    expected: tuple[str, ...] = ()  # words each wrong answer's failure must contain
-
-
-def plant(repo, kata: int, answer: Answer) -> None:
-    """Put `answer.body` at the top of its function in the copy's stub."""
-    stub = find(kata).stub_path(repo)
-    source = stub.read_text()
-    match = re.search(rf"def {answer.function}\(.*?\n(?=    \"\"\")", source, re.S)
-    assert match, f"no def {answer.function} in {stub}"
-    stub.write_text(source[: match.end()] + answer.body + source[match.end() :])
+#: The catalogue of right answers (tests/answers.py): the planting, and the right answers
+#: of speed tasks, live there.
+catalogue = load_answers()
+Answer, plant, body, spec = catalogue.Answer, catalogue.plant, catalogue.body, catalogue.spec
+GEMM_TILES, PERMUTED = catalogue.GEMM_TILES, catalogue.PERMUTED
+CONV_TILE, CONV_ORDER, CONV = catalogue.CONV_TILE, catalogue.CONV_ORDER, catalogue.CONV
 
 
 def judge(tmp_path, kata: int, answers: list[Answer], *args: str) -> tuple[int, str]:
@@ -57,34 +45,6 @@ def failed_tests(out: str) -> list[str]:
     return re.findall(r"^(?:FAILED|ERROR) \S+::(\S+)", out, re.M)
 
 
-def body(*lines: str) -> str:
-    return "".join(f"    {line}\n" for line in lines) + "    return\n"
-
-
-def spec(text: str) -> str:
-    return f"    return {text}\n"
-
-
-GEMM_TILES = (
-    'sch.strip_mine("i", {"i1": 32})',
-    'sch.strip_mine("j", {"j1": 32})',
-    'sch.strip_mine("k", {"k1": 4})',
-)
-PERMUTED = (
-    *GEMM_TILES,
-    'sch.interchange(["i", "j", "k", "i1", "k1", "j1"])',
-    'sch.vectorize(["j1"])',
-)
-ROWS_64 = (
-    'sch.strip_mine("i", {"i1": 64})',
-    'sch.strip_mine("j", {"j1": 32})',
-    'sch.strip_mine("k", {"k1": 4})',
-    'sch.interchange(["i", "j", "k", "i1", "k1", "j1"])',
-    'sch.vectorize(["j1"])',
-)
-CONV_TILE = ('sch.strip_mine("w", {"w1": 4})', 'sch.strip_mine("f", {"f1": 16})')
-CONV_ORDER = 'sch.interchange(["h", "b", "w", "f", "r", "s", "c", "w1", "f1"])'
-CONV = (*CONV_TILE, CONV_ORDER, 'sch.unroll({"w1": 4})', 'sch.vectorize(["f1"])')
 LAYER = (
     "import xtc.graphs.xtc.op as O",
     "from xtc.artifacts import get_operation",
@@ -366,64 +326,15 @@ WRONG = {
 }
 
 #: Right answers that differ from the reference, by kata: every test of their functions
-#: passes, on both backends, speed included.
+#: passes, on both backends, speed included. Those of speed tasks are the first of each
+#: function in the catalogue (tests/answers.py).
+FIRST = {
+    kata: {function: found[0] for function, found in functions.items()}
+    for kata, functions in catalogue.RIGHT.items()
+}
 RIGHT = {
-    9: [
-        Answer(
-            "schedule_fused",
-            body(
-                'sch.strip_mine("i", {"i1": 2})',
-                'sch.strip_mine("j", {"j1": 16})',
-                'sch.interchange(["i", "j", "k", "i1", "j1"])',
-                'sch.unroll({"i1": 2})',
-                'sch.vectorize(["j1"])',
-                'sch.fuse_consumer_at("i")',
-            ),
-            "schedule_fused",
-        ),
-        Answer(
-            "fused_spec",
-            spec(
-                '{"i": {"fuse_consumer": True}, "j": {}, "k": {}, "i#2": {"unroll": True},'
-                ' "j#32": {"vectorize": True}}'
-            ),
-            "fused_spec",
-        ),
-    ],
-    10: [
-        Answer(  # blocks of 64 rows
-            "gemm_blocking",
-            body(*ROWS_64[:3], 'sch.interchange(["i", "j", "k", "k1", "i1", "j1"])'),
-            "gemm_blocking",
-        ),
-        Answer(
-            "gemm_vectorize",
-            body(
-                *ROWS_64[:3],
-                'sch.interchange(["i", "j", "k", "k1", "i1", "j1"])',
-                'sch.vectorize(["j1"])',
-            ),
-            "gemm_vectorize",
-        ),
-        Answer("gemm_permute", body(*ROWS_64), "gemm_permute"),
-        Answer("gemm_pack", body(*ROWS_64, 'sch.pack_at("j", 1)'), "gemm_pack"),
-        Answer(
-            "gemm_write_cache",
-            body(*ROWS_64, 'sch.pack_at("j", 1)', 'sch.buffer_at("j")', 'sch.unroll({"k1": 4})'),
-            "gemm_write_cache",
-        ),
-        Answer(
-            "gemm_parallel",
-            body(
-                *ROWS_64,
-                'sch.pack_at("j", 1)',
-                'sch.buffer_at("j")',
-                'sch.unroll({"k1": 4})',
-                'sch.parallelize(["i"])',
-            ),
-            "gemm_parallel",
-        ),
-    ],
+    9: [FIRST[9]["schedule_fused"], FIRST[9]["fused_spec"]],
+    10: list(FIRST[10].values()),
     11: [
         # XTC's own smallest-input convention for a strided layer: the last row unread.
         Answer(
@@ -441,23 +352,8 @@ RIGHT = {
             "    return Strategy_PPRPRPv(graph, vec_size=lanes, max_unroll=64, threads=1)\n",
             "conv_strategy",
         ),
-        # An h x f tile: each unrolled step reads its own row of the image.
-        Answer(
-            "schedule_conv",
-            body(
-                'sch.strip_mine("h", {"h1": 4})',
-                'sch.strip_mine("f", {"f1": 16})',
-                'sch.interchange(["b", "h", "w", "f", "r", "s", "c", "h1", "f1"])',
-                'sch.unroll({"h1": 4})',
-                'sch.vectorize(["f1"])',
-            ),
-            "schedule_conv and not parallel",
-        ),
-        Answer(
-            "schedule_conv_parallel",
-            body(*CONV, 'sch.parallelize(["h"])'),
-            "schedule_conv_parallel",
-        ),
+        FIRST[11]["schedule_conv"],  # an h x f tile
+        FIRST[11]["schedule_conv_parallel"],
     ],
 }
 

@@ -147,7 +147,9 @@ def test_an_unknown_loop_in_the_interchange_is_named(sch):
 
 def test_a_split_without_segment_interchanges_names_the_fix_and_keeps_xtc_error(sch):
     sch.split("j", {"j0": 0, "j1": 32})
-    with pytest.raises(ScheduleMistake, match="each segment needs its own interchange") as info:
+    with pytest.raises(
+        ScheduleMistake, match="a segment left without an interchange of its own"
+    ) as info:
         check_schedule(sch, "04_scheduling", "schedule_split", PROBLEM)
     assert str(info.value).startswith("04_scheduling › schedule_split(): XTC cannot build")
     assert isinstance(info.value.__cause__, KeyError), "XTC's own error stays attached"

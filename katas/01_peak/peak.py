@@ -28,9 +28,9 @@ def percent_of_peak(fmas: int, seconds: float, peak_fmas_per_s: float, cores: in
 def measure_peak(dtype: str = "float32") -> float:
     """This machine's single-core peak in FMA/s for `dtype`, measured with XTC's runtime.
 
-    XTC's runtime is xtc.runtimes.host.HostRuntime (one per process, HostRuntime.get());
-    its evaluate_flops(dtype) gives one reading of one core, in FMA/s. One reading can
-    meet noise: make several (3 or more) and return the one noise disturbed least,
-    unchanged. Raise ValueError for a dtype the runtime cannot measure.
+    XTC's runtime (README.md, "XTC's primitive") gives one reading of one core per call,
+    and one reading can meet noise. The tests want 3 readings or more and, unchanged, the
+    one noise disturbed least: which way does noise push a reading? A dtype the runtime
+    cannot measure is a ValueError, never a peak.
     """
     raise NotImplementedError

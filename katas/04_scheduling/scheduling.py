@@ -3,12 +3,14 @@
 Each function receives `sch`, a fresh scheduler of the kata's problem (C = A @ B with
 loops i, j, k: `for i, for j, for k: C[i, j] += A[i, k] * B[k, j]`), and calls its
 primitives; it returns nothing. The primitives only record: the harness compiles `sch`.
+The problem: I, J, K = 4, 32, 512 (split: 4x36x512; parallel: 128x256x512). This
+machine's SIMD lanes: cpu_info()["vsize"]["float32"], from xtc.utils.cpu.
 The examples below use other axes and sizes than the tasks need:
 
-    sch.strip_mine("k", {"k1": 8})           # k steps by 8; a new loop k1 walks the 8
-    sch.interchange(["j", "k", "i", "k1"])   # the loop order, outer to inner: every loop
-    sch.vectorize(["i1"])                    # SIMD on a loop: innermost, not a reduction
-    sch.unroll({"k1": 8})                    # copy the body; by the full trip count, no loop left
+    sch.strip_mine("i", {"ii": 8})           # i steps by 8; a new loop ii walks the 8
+    sch.interchange(["j", "k", "i", "ii"])   # the loop order, outer to inner: every loop
+    sch.vectorize(["ii"])                    # SIMD on a loop: innermost, not a reduction
+    sch.unroll({"ii": 8})                    # copy the body; by the full trip count, no loop left
     sch.parallelize(["j"])                   # share a loop's iterations among the cores
     sch.split("i", {"i0": 0, "i1": 4})       # segments i[0:4] and i[4:], scheduled apart:
     sch.interchange(["k", "i0", "i1"])       #   the root's order names the segments;

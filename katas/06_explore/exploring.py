@@ -27,6 +27,7 @@ def explore(
 ) -> Iterator[tuple[int, int, str, float]]:
     """Compile and measure each spec lazily; yield (index, total, name, percent_of_peak).
 
+    `index` counts 0, 1, 2, ... in the order of `specs`; `total` is len(specs).
     Per spec: a scheduler from a fresh Backend(graph), the spec applied with
     descript_scheduler (kata 05), then kata 03's compile and evaluate, each compile with
     a dump_file of its own. A spec that fails to schedule, compile or run yields 0.0, and

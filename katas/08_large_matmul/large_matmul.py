@@ -9,9 +9,11 @@ primitives (kata 04), a descript spec (kata 05):
 
 or a strategy's `generate(sch, sample)` with a sample you chose (kata 07). A spec's
 loops, outermost first, each take annotations: {"unroll": True}, {"vectorize": True},
-{"parallelize": True}, {"pack": (input, None, True)} (input 0 is A, 1 is B; TVM only in
+{"parallelize": True}, {"pack": (input, memory, pad)} (input 0 is A, 1 is B; memory
+None for the default; pad True to offset each packed row by a cache line; TVM only in
 XTC 0.3.2); "i#64" is a tile of 64 rows, "i[0:960]" a part of a split. The tests run it
-on both backends, with 1 and 2 threads, side by side with numpy on as many threads.
+on both backends, with 1 thread, 2, and every core, side by side with numpy on as many
+threads.
 
 Read README.md in this folder first (start with TVM: packing works on TVM only in XTC
 0.3.2), then run: pytest katas/08_large_matmul --backend tvm

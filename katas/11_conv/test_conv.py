@@ -276,7 +276,10 @@ def test_conv_strategy_samples_vectorize_f_for_this_machine_on_one_thread(task):
     where = f"{task.kata.id} › conv_strategy(graph)"
     simd = loop_nests.machine()
     lanes = simd.lanes
-    answer = f"Strategy_PPRPRPvr(graph, vec_size={lanes}, max_unroll=64, threads=1)"
+    answer = (
+        f"a class of xtc.search.strategies whose vector tile stays at least vec_size wide, "
+        f"built on `graph` with vec_size={lanes} and threads=1"
+    )
     facts = task.learner.run(strategy_facts, task.problem, task.backend, task.kata.module)
     if not facts["xtc"]:
         name, xtc_bases = facts["name"], facts["xtc bases"]

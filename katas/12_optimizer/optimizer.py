@@ -12,9 +12,9 @@ suggests, a batch at a time, and tells it how each did:
 At each step XTC evaluates `suggest()[:size]` (size: `batch`, or the trials left) and
 never asks again within a step: give exactly `batch` samples.
 
-A sample is a strategy's list of ints (tile sizes, in kata 07's terms). The only way to
-get valid ones is `sample_fn(num, seed)`, which draws `num` distinct ones at random;
-drawing costs nothing, evaluating costs a compile. XTC's RandomOptimizer suggests
+A sample is a strategy's list of ints (one tile factor per tiling level, kata 07). The
+only way to get valid ones is `sample_fn(num, seed)`, which draws `num` distinct ones at
+random; drawing costs nothing, evaluating costs a compile. XTC's RandomOptimizer suggests
 `list(sample_fn(batch, rng.randint(0, 2**32 - 1)))` every time.
 
 Read README.md in this folder first, then run: pytest katas/12_optimizer

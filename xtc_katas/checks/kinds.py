@@ -222,9 +222,9 @@ class Kind:
 
     def in_own_terms(self, mistakes: list[str], loop_nest: Any) -> list[str]:
         """The loop-nest checks' messages in the terms the learner writes: a spec's writer
-        never sees descript's loop names ('i0' for "i#4") nor calls unroll(): each
-        `unroll({'i0': 4})` becomes `"i#4": {"unroll": True}` and each loop named is
-        followed by its key."""
+        never sees descript's loop names ('i0' for "i#4") nor calls unroll(): each loop
+        named is followed by its key, and an unroll is said as the spec's annotation,
+        `"i#4": {"unroll": True}`."""
         if self.probe is not spec_probe:
             return mistakes
         keys = {
@@ -235,11 +235,12 @@ class Kind:
 
         def spec_terms(mistake: str) -> str:
             for name, key in keys.items():
-                mistake = re.sub(
-                    rf"unroll\(\{{'{re.escape(name)}': \d+\}}\)",
-                    f'"{key}": {{"unroll": True}}',
-                    mistake,
-                )
+                if f"'{name}'" in mistake:  # unrolling, in a spec, is an annotation
+                    mistake = re.sub(
+                        r"unroll it by its (full )?size",
+                        f'unroll it, "{key}": {{"unroll": True}}',
+                        mistake,
+                    )
                 mistake = mistake.replace(f"'{name}'", f"'{name}' (your \"{key}\")", 1)
             return mistake
 

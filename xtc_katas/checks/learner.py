@@ -47,14 +47,16 @@ class Loaded:
     def read(cls, path: Path) -> Loaded:
         tree = ast.parse(path.read_text(), filename=str(path))  # a SyntaxError says where
         names, untouched = set(), set()
-        for node in tree.body:
+        for node in tree.body:  # in order: the last definition of a name is the one
             if isinstance(node, ast.FunctionDef):
-                names.add(node.name)
-                if stubs.is_stub_definition(node):
-                    untouched.add(node.name)
+                bound = {node.name}
             else:
-                names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
-                names.update(a.asname or a.name for a in getattr(node, "names", ()))
+                bound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                bound |= {a.asname or a.name for a in getattr(node, "names", ())}
+            names |= bound
+            untouched -= bound
+            if isinstance(node, ast.FunctionDef) and stubs.is_stub_definition(node):
+                untouched.add(node.name)
         return cls(frozenset(names), frozenset(untouched))
 
 

@@ -157,11 +157,10 @@ def stride_one(loop_nest: Any, problem: Problem) -> list[str]:
     """The innermost loop walks the problem's vector axis (a matmul's j, along the rows of
     B and C): consecutive addresses."""
     axis = problem.vector_axis
-    order = [*(dim for dim in _outer_first(problem) if dim != axis), axis]
     return [
         f"the innermost loop{_where(node)} is {loop.name!r}, over axis {loop.axis!r}: "
         f"each step jumps to another row in memory. Put a loop over {axis!r} last in the "
-        f"interchange, e.g. interchange({order!r})"
+        "interchange"
         for node, loop in innermost(loop_nest)
         if loop.axis != axis
     ]
@@ -250,21 +249,21 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
         return [
             *mistakes,
             f"no tile of {either} inside the {k!r} loop (the interchange is {names}): "
-            f'strip_mine {first!r} (e.g. {{"{first}1": 4}}) and put that tile after {k!r}, '
-            f"just before the vector tile, so that {what} stay in registers",
+            f"make a tile of {first!r} (strip_mine) and put it after {k!r}, just before the "
+            f"vector tile, so that {what} stay in registers",
         ]
     rows = i_tiles[-1]
     if rows.size is not None and rows.size < 2:
         mistakes.append(f"the tile {rows.name!r} has one step: tile 2 or more {what}")
     if rows.name not in node.unroll:
         mistakes.append(
-            f"the row tile {rows.name!r} is not unrolled: unroll({{{rows.name!r}: "
-            f"{rows.size}}}) so each step's accumulator becomes its own register"
+            f"the row tile {rows.name!r} is not unrolled: unroll it by its full size, so "
+            "that each step's accumulator becomes its own register"
         )
     elif rows.size is not None and node.unroll[rows.name] < rows.size:
         mistakes.append(
             f"the row tile {rows.name!r} is unrolled by {node.unroll[rows.name]}, not by its "
-            f"{rows.size} steps: unroll({{{rows.name!r}: {rows.size}}}) so that every step's "
+            f"{rows.size} steps: unroll it by its full size, so that every step's "
             "accumulator becomes its own register (a factor of 1 unrolls nothing)"
         )
     vec = node_loops[-1]
@@ -290,13 +289,15 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
             else:
                 tile_rows *= trip_count(node, loop, None) or 1
         accumulators = tile_rows * tile_columns // simd.lanes
-        budget = simd.registers - 4  # B's vector, A's broadcasts, addresses need some too
+        # besides the accumulators: the row of B's vectors, and one broadcast of A
+        budget = simd.registers - tile_columns // simd.lanes - 1
         if accumulators > budget:
             mistakes.append(
                 f"a {tile_rows}x{tile_columns} tile needs {accumulators} vector accumulators "
                 f"({tile_rows} x {tile_columns}/{simd.lanes}); this machine has "
-                f"{simd.registers} vector registers ({simd.isa}) and needs a few for B and A: "
-                f"the tile spills to memory. Keep its accumulators at or below {budget}"
+                f"{simd.registers} vector registers ({simd.isa}), and the tile needs "
+                f"{tile_columns // simd.lanes} more for B's vectors and one for A's broadcast: "
+                f"it spills to memory. Keep its accumulators at or below {budget}"
             )
     return mistakes
 
@@ -309,9 +310,9 @@ def split_main_part(loop_nest: Any, problem: Problem) -> list[str]:
     segments = root.splits.get(axis, {})
     if len(segments) < 2:
         return [
-            f'axis {axis!r} is not split: split({axis!r}, {{"{axis}0": 0, "{axis}1": '
-            f"N}}) with N the largest multiple of the vector tile, then schedule each "
-            'segment with its own interchange (root="./' + axis + '0")'
+            f"axis {axis!r} is not split: split it into a main part, a multiple of the "
+            "vector tile, and the remainder, then schedule each segment with its own "
+            "interchange (its root= argument names the segment)"
         ]
     vectorized = [
         child
@@ -383,13 +384,13 @@ def fused_consumer(loop_nest: Any, problem: Problem) -> list[str]:
     two), fused at a loop that is outside the reduction, where the node's values in that
     block are final."""
     k = _one(problem.reduction_axes)
-    node_name, outer = problem.scheduled_node, _outer_first(problem)[0]
+    node_name = problem.scheduled_node
     node = loop_nest.root_node
     if not node.fuse_consumer_at:
         return [
             f"the relu still runs in a nest of its own, after the whole of {node_name}: fuse "
-            f"it into {node_name}'s nest with sch.fuse_consumer_at({outer!r}) (or "
-            '{"fuse_consumer": True} on that loop of a spec)'
+            f"it into {node_name}'s nest at one of its loops (fuse_consumer_at, or "
+            '"fuse_consumer" on that loop of a spec), one where the block is finished'
         ]
     node_loops = loops(node, loop_axes(loop_nest))
     return [
@@ -410,8 +411,6 @@ def fused_part_rows(loop_nest: Any, problem: Problem) -> list[str]:
     block of a 512-wide C (kata 09's lesson).
     """
     j = problem.vector_axis
-    outer = _outer_first(problem)
-    tiles = [f"{dim}1" for dim in outer if dim not in problem.reduction_axes]
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     names = [loop.name for loop in node_loops]
@@ -425,9 +424,8 @@ def fused_part_rows(loop_nest: Any, problem: Problem) -> list[str]:
                 f"the relu is fused at {at!r}, with {columns} (over {j!r}) at or outside it: "
                 f"each fused block is part of some rows of {problem.scheduled_node}, not "
                 "whole rows, and on TVM XTC 0.3.2's one-dimensional relu copies the range "
-                f"of {problem.scheduled_node} that covers the block. Put every loop over "
-                f"{j!r} inside the fused loop, e.g. interchange({[*outer, *tiles]!r}) and "
-                f"fuse_consumer_at({outer[0]!r})"
+                f"of {problem.scheduled_node} that covers the block. Fuse at a loop with "
+                f"every loop over {j!r} inside it: each fused block then holds whole rows"
             )
     return found
 
@@ -443,8 +441,8 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
     node_loops = loops(node, loop_axes(loop_nest))
     names = [loop.name for loop in node_loops]
     mistakes = [
-        f"axis {axis!r} is not tiled: strip_mine({axis!r}, {{{axis + '1'!r}: 32}}) makes "
-        f"its blocks, the loop {axis!r} then walks from block to block"
+        f"axis {axis!r} is not tiled: a tile of it (strip_mine) makes its blocks, the loop "
+        f"{axis!r} then walks from block to block"
         for axis in (i, j)
         if not node.tiles.get(axis)
     ]
@@ -455,20 +453,20 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
             mistakes.append(
                 f"the block {block[0]!r} of {block[1]} covers the whole axis {axis!r} "
                 f"({sizes[axis]}): the loop over blocks then runs once and C is one block. "
-                f"Make blocks smaller than the matrix, e.g. {{{axis + '1'!r}: 32}}"
+                "Make blocks smaller than the matrix: a block's rows of B fit in L1"
             )
         elif block and block[1] < 2:
             mistakes.append(
                 f"the block {block[0]!r} of {block[1]} holds one {axis!r} of C: a block is "
-                f"several rows by several columns, whose rows of B are reused while it is "
-                f"finished, e.g. {{{axis + '1'!r}: 32}}"
+                "several rows by several columns, whose rows of B are reused while it is "
+                "finished"
             )
     k_tiles = [size for size in node.tiles.get(k, {}).values()]
     if k_tiles and k in sizes and max(k_tiles) >= sizes[k]:
         mistakes.append(
             f"the tile of {k!r} of {max(k_tiles)} covers the whole axis ({sizes[k]}): the "
             f"loop {k!r} then runs once, and nothing walks it in steps. Make it a few "
-            f"steps, {{{k + '1'!r}: 4}} (TVM's kfactor)"
+            "steps (TVM's kfactor)"
         )
     elif not k_tiles or max(k_tiles) < 2:
         ones = (
@@ -477,9 +475,9 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
             else f" (a tile of {max(k_tiles)} step walks it one element at a time)"
         )
         mistakes.append(
-            f"axis {k!r} is not walked in steps{ones}: strip_mine({k!r}, {{{k + '1'!r}: 4}}) "
-            f"(TVM's kfactor): the later steps unroll that tile and put it between a row "
-            "of the block and the vector"
+            f"axis {k!r} is not walked in steps{ones}: make a small tile of it (TVM's "
+            "kfactor): the later steps unroll that tile and put it between a row of the "
+            "block and the vector"
         )
     if mistakes:
         return mistakes
@@ -487,16 +485,14 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
         mistakes.append(
             f"the two outermost loops are {names[:2]} (the interchange is {names}): put "
             f"{i!r} and {j!r}, the loops over blocks, first, so that one block of C is "
-            f'finished before the next starts: interchange(["{i}", "{j}", ...]), then the '
-            "loops inside a block"
+            "finished before the next starts, then the loops inside a block"
         )
     elif node_loops and node_loops[-1].axis == k:
         mistakes.append(
             f"the innermost loop {names[-1]!r} walks the reduction {k!r} (the interchange "
             f"is {names}): inside a block, the steps of {k!r} go outside the block's rows "
             f"and columns, so that each step updates the whole block and the loop over "
-            f"{j!r} stays innermost for the next step's vectors: "
-            f'interchange(["{i}", "{j}", "{k}", "{k}1", "{i}1", "{j}1"])'
+            f"{j!r} stays innermost for the next step's vectors"
         )
     return mistakes
 
@@ -517,8 +513,7 @@ def permuted(loop_nest: Any, problem: Problem) -> list[str]:
         mistakes.append(
             f"the three innermost loops walk {last_three} (the interchange is "
             f"{node.interchange}): make them a tile of {i!r}, then a tile of {k!r}, then "
-            f'the vector tile of {j!r}, e.g. interchange(["{i}", "{j}", "{k}", "{i}1", '
-            f'"{k}1", "{j}1"])'
+            f"the vector tile of {j!r}"
         )
     return mistakes
 
@@ -530,23 +525,23 @@ def packed(loop_nest: Any, problem: Problem, input_idx: int = 1) -> list[str]:
     loop over rows of blocks, all of B once per row of blocks: the same copying, 16 MiB
     at 512^3, as TVM's tutorial packs all of B). Packed inside a loop over k, the copy
     runs again at every step of that loop."""
-    name, k, j = problem.input_names[input_idx], _one(problem.reduction_axes), problem.vector_axis
+    name, k = problem.input_names[input_idx], _one(problem.reduction_axes)
     node = loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     at = [loop for loop, entry in node.pack_at.items() if entry[0] == input_idx]
     if not at:
         return [
             f"{name} (input {input_idx}) is read where it lies: pack the panel each block "
-            f'reads with sch.pack_at("{j}", {input_idx}) (or {{"pack": ({input_idx}, None, '
-            "False)} on that loop of a spec)"
+            'reads (pack_at, or "pack" on a loop of a spec), at a loop over blocks outside '
+            f"{k!r}"
         ]
     if any(_outside_reduction(node_loops, loop, k) for loop in at):
         return []
     return [
         f"{name} is packed at {at[0]!r}, inside the {k!r} loop (the interchange is "
         f"{node.interchange}): the copy then runs at every step of {k!r}, for a few rows "
-        f'each time. Pack at the loop over blocks of {j}, sch.pack_at("{j}", {input_idx}): the '
-        "block's whole panel, copied once"
+        f"each time. Pack at a loop over blocks outside {k!r}: the block's whole panel, "
+        "copied once"
     ]
 
 
@@ -569,9 +564,8 @@ def write_cache(loop_nest: Any, problem: Problem, backend: str) -> list[str]:
     mistakes = []
     if not node.buffer_at and backend in RECORDS_BUFFER_AT:
         mistakes.append(
-            f"{output}'s block is accumulated where {output} lies: "
-            f"sch.buffer_at({problem.vector_axis!r}) gives it a write buffer, written back "
-            "once the block is done"
+            f"{output}'s block is accumulated where {output} lies: a write buffer at the "
+            "loop over blocks (buffer_at) keeps it apart, written back once the block is done"
         )
     for at in node.buffer_at:
         if not _outside_reduction(node_loops, at, k):
@@ -591,15 +585,15 @@ def write_cache(loop_nest: Any, problem: Problem, backend: str) -> list[str]:
     unrolled = [tile for tile in k_tiles if tile.name in node.unroll]
     if not unrolled:
         mistakes.append(
-            f'the tile of {k!r} is not unrolled: unroll it (e.g. unroll({{"{k}1": 4}})) so '
-            "its steps run back to back on the row kept in registers"
+            f"the tile of {k!r} is not unrolled: unroll it by its size, so that its steps "
+            "run back to back on the row kept in registers"
         )
     elif all(tile.size is not None and node.unroll[tile.name] < tile.size for tile in unrolled):
         tile = unrolled[-1]
         mistakes.append(
             f"the tile {tile.name!r} is unrolled by {node.unroll[tile.name]}, not by its "
-            f"{tile.size} steps: unroll({{{tile.name!r}: {tile.size}}}) so that its steps run "
-            "back to back (a factor of 1 unrolls nothing)"
+            f"{tile.size} steps: unroll it by its size, so that its steps run back to back "
+            "(a factor of 1 unrolls nothing)"
         )
     return mistakes
 
@@ -616,7 +610,7 @@ def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
     root_loops = loops(root, loop_axes(loop_nest))
     parallel = [loop for loop in root_loops if loop.name in root.parallelize]
     if not parallel:
-        return [f'no loop is parallelized: parallelize(["{rows}"]), over the output']
+        return ["no loop is parallelized: parallelize the outermost loop over the output"]
     first = root_loops.index(parallel[0])
     either = ", ".join(repr(a) for a in parallel_axes)
     mistakes = [
@@ -641,7 +635,7 @@ def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
             f"the parallel loops {[loop.name for loop in parallel]} have {between} between "
             "them: XTC's TVM backend fuses parallel loops into one (TVMScheduler: "
             "sch.fuse), which needs them adjacent, and one loop over the output is enough "
-            f"for the cores: parallelize([{rows!r}]) alone"
+            "for the cores: parallelize one alone"
         )
     for loop in parallel:
         mistakes += _too_few_iterations(root, loop, sizes)

@@ -14,6 +14,7 @@ and the fix, for both.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -148,11 +149,18 @@ def schedule_spec(
             spec=spec,
         )
     except (ScheduleParseError, ScheduleInterpretError, ScheduleValidationError) as exc:
+        stop = re.search(r"Splitting of (\w+) unachieved \(stops at (\d+)\)", str(exc))
+        open_end = (
+            f"\n  XTC 0.3.2's descript is not told the axes' sizes: a last segment that ends "
+            f'at {stop[2]} reads as stopping short. End it open: "{stop[1]}[N:]"'
+            if stop and problem.axis_sizes.get(stop[1]) == int(stop[2])
+            else ""
+        )
         raise ScheduleMistake(
             f"{kata} › {label}: descript_scheduler rejected the spec with "
             f"{type(exc).__name__}: {exc}\n  the spec: {spec!r}\n  Keys are loops, outer to "
-            f'inner: an axis ("{problem.dims[0]}"), a tile ("{problem.vector_axis}#16"), a '
-            f'split segment ("{problem.vector_axis}[0:32]") holding its own nested spec'
+            f'inner: an axis ("{problem.dims[-1]}"), a tile ("{problem.dims[-1]}#8"), a split '
+            f'segment ("{problem.dims[0]}[0:2]") holding its own nested spec' + open_end
         ) from exc
     check_schedule(scheduler, kata, label, problem)
     return impl, scheduler
@@ -169,13 +177,12 @@ def schedule_mistakes(scheduler: Any, problem: Problem) -> list[str]:
     try:
         loop_nest = scheduler.get_loop_nest()
     except Exception as exc:
-        split = problem.vector_axis
-        segments = [*(d for d in problem.dims if d != split), f"{split}0", f"{split}1"]
         raise ScheduleMistake(
             f"XTC cannot build a loop nest from this schedule ({type(exc).__name__}: {exc}). "
-            f"After a split, the root interchange must name the segments (e.g. {segments!r} "
-            f"for a split of {split!r}) and each segment needs its own interchange, e.g. "
-            f'sch.interchange(["{split}"], root="./{split}1")'
+            "A name it cannot find is usually a split's segment: a primitive at the root "
+            "that names a segment (the segments are scheduled inside it, with root= "
+            "naming it, and there the loop keeps its axis's own name), or a segment left "
+            "without an interchange of its own"
         ) from exc
     dims = list(loop_nest.abstract_dims)
     axes = loop_axes(loop_nest)
@@ -213,10 +220,12 @@ def schedule_mistakes(scheduler: Any, problem: Problem) -> list[str]:
                     )
         in_nest = all(name in node.interchange for name in node.vectorize)
         if in_nest and node.vectorize and node.vectorize != node.interchange[-1:]:
+            innermost = node.interchange[-1]
             mistakes.append(
-                f"vectorize({node.vectorize}){where}: only the innermost loop "
-                f"({node.interchange[-1]!r}) can be vectorized; put the vector tile last "
-                "in the interchange"
+                f"vectorize({node.vectorize}){where}: only the innermost loop, "
+                f"{innermost!r}, can be vectorized: vectorize that loop by its own name "
+                f"(and if {innermost!r} is not the vector tile, put the vector tile last "
+                "in the interchange)"
             )
         for name in node.parallelize:
             for other in ("unroll", "vectorize"):
@@ -243,6 +252,9 @@ def schedule_mistakes(scheduler: Any, problem: Problem) -> list[str]:
         if "never used" in message:
             message += " (every axis must appear in the interchange)"
         mistakes.append(message)
+    except Exception as exc:  # XTC's own check tripped on a mistake named above
+        if not mistakes:
+            mistakes.append(f"XTC's check of the loop nest failed: {type(exc).__name__}: {exc}")
     return mistakes
 
 

@@ -328,16 +328,3 @@ def run_isolated(
     """`function(*args)` in a forked child; its result, its exception, or a crash report."""
     with Worker(function, *args, what=what, time_limit_s=time_limit_s) as child:
         return child.first
-
-
-def iterate_isolated(
-    function: Callable[..., Any],
-    *args: Any,
-    what: str = "a kernel of your search",
-    time_limit_s: float | None = None,
-) -> Iterator[Any]:
-    """Iterate `function(*args)` in a forked child, yielding each item as it arrives (for
-    `xtc-katas explore`: a progress bar shows each candidate when it is measured). The
-    time limit is per item."""
-    with Worker(function, *args, what=what, time_limit_s=time_limit_s, iterating=True) as child:
-        yield from child.items()

@@ -1,0 +1,54 @@
+"""Right answers that differ from the reference compute right and have their task's shape.
+
+The catalogue (tests/answers.py) holds at least two right answers for every speed task;
+one repository copy per round plants one answer per function, for every kata at once, and
+one pytest run judges them all, on both backends, without the races (-m "not perf"):
+every selected test must pass. Their speed is this machine's to say in a race, run by
+`python -m xtc_katas.tools.flakecheck --answers`, which reports each answer's margin
+over its bar beside the reference's.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from xtc_katas.kata.manifest import katas
+from xtc_katas.tools.flakecheck import load_answers
+from xtc_katas.tools.repo_copy import copy_repository, run_pytest
+
+answers = load_answers()
+ROUNDS = answers.rounds()
+
+
+def test_every_speed_task_has_two_right_answers_or_more():
+    speed = {(k.number, t.function) for k in katas() for t in k.tasks if t.caps}
+    catalogued = {
+        (kata, function): len(found)
+        for kata, functions in answers.RIGHT.items()
+        for function, found in functions.items()
+    }
+    assert set(catalogued) == speed, set(catalogued) ^ speed
+    assert all(n >= 2 for n in catalogued.values()), catalogued
+    for kata, functions in answers.RIGHT.items():
+        for function, found in functions.items():
+            bodies = [answer.body for answer in found]
+            assert len(set(bodies)) == len(bodies), f"{kata} {function}: an answer twice"
+            assert all(answer.label and answer.function == function for answer in found)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("round_", ROUNDS, ids=[f"round{r.number}" for r in ROUNDS])
+def test_right_answers_compute_and_have_their_shape(tmp_path, round_):
+    repo = copy_repository(tmp_path)
+    round_.plant(repo)
+    code, out = run_pytest(
+        repo, *round_.paths(), "-k", round_.select(), "-m", "not perf", "-rA", timeout=900
+    )
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)
+    passed = re.findall(r"^PASSED katas/(\d+)_\S+::(\S+)", out, re.M)
+    assert code == 0 and not failed, out
+    for kata, answer in round_.answers:
+        judged = [t for k, t in passed if int(k) == kata and round_.answer_of(kata, t) == answer]
+        assert judged, (f"{kata:02d} {answer.function}: no test judged {answer.label!r}", out)
