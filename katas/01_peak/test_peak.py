@@ -124,7 +124,8 @@ def test_measure_peak_returns_the_best_reading_of_xtcs_benchmark(learner_module)
     )
     assert got == max(taken), (
         f"01_peak › measure_peak() returned {got:.3g} after XTC's benchmark read "
-        f"{[f'{t:.3g}' for t in taken]}: which reading did noise disturb least? (noise only ever lowers a reading)"
+        f"{[f'{t:.3g}' for t in taken]}: which reading did noise disturb least? (noise "
+        "only ever lowers a reading)"
     )
 
 
