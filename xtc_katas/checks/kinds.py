@@ -297,6 +297,11 @@ def schedules(
     """(the task's checked schedule, with `twin` the same without its fusion, else None):
     both from ONE call of the learner's function, whatever it does. `option`: what `show`
     asks of a kind (a sample, a candidate)."""
+    return rebuilt(task, made(task, option), twin)
+
+
+def made(task: TaskUnderTest, option: Any = None) -> Any:
+    """What the learner's function made, as plain data: its probe's, in its process."""
     kind = task.kind
     if kind.probe is None:
         raise LookupError(
@@ -304,11 +309,21 @@ def schedules(
             f"{', '.join(repr(k) for k, c in KINDS.items() if c.shown)} builds a schedule "
             "(katas/manifest.toml)"
         )
-    kata, label = task.kata.id, f"{task.function}{kind.call}"
     asked = Asked(
-        task.function, f"{kata} › {task.function}", task.backend, task.problem, task.threads, option
+        task.function,
+        f"{task.kata.id} › {task.function}",
+        task.backend,
+        task.problem,
+        task.threads,
+        option,
     )
-    data = task.learner.run(kind.probe, asked)
+    return task.learner.run(kind.probe, asked)
+
+
+def rebuilt(task: TaskUnderTest, data: Any, twin: bool = False) -> tuple[Built, Built | None]:
+    """The schedule `data` describes (a spec, or the primitive calls made), checked, on a
+    fresh scheduler here; with `twin`, the same without its fusion too."""
+    kata, label = task.kata.id, f"{task.function}{task.kind.call}"
     if isinstance(data, dict):
         fused = schedule_spec(kata, data, f"{task.function}()", task.backend, task.problem)
         if not twin:

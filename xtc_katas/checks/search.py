@@ -123,8 +123,8 @@ def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
 
 #: A search ranks its candidates by its own timer, one short measurement each: under load
 #: it can put a slow candidate first. The harness re-times this many of the best it
-#: reported, side by side, and races the fastest (docs/timing.md#searches; three were
-#: too few under a CPU hog).
+#: reported, side by side, and races the fastest (three were too few under a CPU hog:
+#: docs/timing.md#searches-the-learners-own-times).
 FINALISTS = 5
 
 

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from xtc_katas.checks.task_under_test import TaskUnderTest
 
 #: A correct kernel that misses the bar in one race is raced again, up to RACES races in
-#: all, as long as it reached NEAR_MISS of the bar (docs/timing.md#re-races). A kernel
-#: below NEAR_MISS of the bar fails at once, and the bar itself never moves.
+#: all, as long as it reached NEAR_MISS of the bar. A kernel below NEAR_MISS of the bar
+#: fails at once, and the bar itself never moves (docs/timing.md#re-races-of-near-misses).
 RACES = 3
 NEAR_MISS = 0.5
 #: A race within this fraction of its bar, either side, is one whose verdict a re-run may
@@ -81,8 +81,8 @@ def speedups(timings: Timings | Bounded) -> Speedups:
     """A race's speedups over its baseline: the reference's and the previous step's, each
     the median of its round-by-round ratios to the baseline; the learner's, the
     reference's times the learner's own round-by-round ratio to the reference, so the two
-    compare in the same moments (docs/timing.md#paired). Kata 09: each side's over its
-    own unfused self."""
+    compare in the same moments (docs/timing.md#reading-the-learner-against-the-reference).
+    Kata 09: each side's over its own unfused self."""
     rounds = timings.timings.rounds if isinstance(timings, Bounded) else timings.rounds
     if "learner_unfused" in rounds:
         return Speedups(
@@ -99,9 +99,11 @@ def speedups(timings: Timings | Bounded) -> Speedups:
 
 
 def race(task: TaskUnderTest, kernel: Any = None, **options: Any) -> tuple[Speedups, Timings]:
-    """One race of the task's kernels on its threads: their speedups and timings."""
+    """One race of the task's kernels (or of `found`, kernels already compiled) on its
+    threads: their speedups and timings. `options`: time_side_by_side's (`settled`)."""
+    found = options.pop("found", None) or kernels(task, kernel)
     timings = time_side_by_side(
-        kernels(task, kernel), task.problem, threads=task.threads, baselines=BASELINES, **options
+        found, task.problem, threads=task.threads, baselines=BASELINES, **options
     )
     return speedups(timings), timings
 
@@ -143,10 +145,7 @@ def judge_speed(task: TaskUnderTest, advice: str = "", kernel: Any = None, **rec
     done = None if os.environ.get(FULL_RACES_ENV) else settled(cap)
     readings: list[Speedups] = []
     for _ in range(RACES):
-        timings = time_side_by_side(
-            found, task.problem, threads=task.threads, settled=done, baselines=BASELINES
-        )
-        result = speedups(timings)
+        result, timings = race(task, found=found, settled=done)
         readings.append(result)
         applied = bar(result, cap, why)
         if result.learner >= applied.value or result.learner < NEAR_MISS * applied.value:

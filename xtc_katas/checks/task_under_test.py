@@ -141,16 +141,22 @@ class TaskUnderTest:
             _COMPILED[key] = build()
         return _COMPILED[key]
 
+    def made(self) -> Any:
+        """What the learner's function made (plain data), from ONE call of it per session:
+        the nest the shape test reads is the one compiled, its unfused twin the same."""
+        return self.memo(("made",), lambda: kinds.made(self))
+
     def scheduled(self) -> kinds.Built:
         """(XTC backend, checked scheduler) of the learner's function."""
-        return kinds.schedules(self)[0]
+        return kinds.rebuilt(self, self.made())[0]
 
     def compiled_pair(self) -> tuple[Any, Any]:
-        """(the kernel, its unfused twin or None), compiled once per session from ONE call
-        of the function; a reference's is kept in the on-disk cache (module_cache.py)."""
+        """(the kernel, its unfused twin or None), compiled once per session; a
+        reference's is kept in the on-disk cache (module_cache.py)."""
 
         def build() -> tuple[Any, Any]:
-            fused, unfused = kinds.schedules(self, twin=self.task.baseline == "unfused")
+            twin = self.task.baseline == "unfused"
+            fused, unfused = kinds.rebuilt(self, self.made(), twin)
             stem = self.function + (f"_{self.threads}threads" if self.threads else "")
             return self.compile(fused, stem), (
                 self.compile(unfused, f"{stem}_unfused", unfused=True) if unfused else None

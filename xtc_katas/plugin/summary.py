@@ -77,7 +77,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                     line += "".join(f"\n    note: {note}" for note in notes)
                     lines.append(line)
     if lines:
-        terminalreporter.section("performance (side by side, min of repeats)")
+        terminalreporter.section("performance (side by side: the median of each round's ratio)")
         terminalreporter.write_line(f"measured on {machine.describe()}")
         terminalreporter.write_line(machine.calibration_line())
         from xtc_katas.measure import machine_peak
