@@ -23,8 +23,7 @@ def conv_layer_graph(name: str, dtype: str = "float32") -> Any:
     the weights as its inputs, a pad node for "same" padding ((r - 1) // 2) when that is
     more than 0 (a pad of 0 is no node at all), then the conv2d, with its stride as a pair.
 
-    h and w in the catalogue are the OUTPUT's size; XTC sizes the input h * SH + r - 1
-    rows once padded (w * SW + s - 1 columns), so the image has that less 2 * pad."""
+    h and w in the catalogue are the OUTPUT's size: the image is larger."""
     raise NotImplementedError
 
 
