@@ -28,7 +28,8 @@ def schedule_interchange(sch: Any) -> None:
 
 
 def schedule_vectorize(sch: Any) -> None:
-    """Make the innermost loop a vectorized tile of j, a multiple of the SIMD lanes.
+    """Make the innermost loop a vectorized tile of j, a multiple of the SIMD lanes,
+    with no more inside k than the registers hold.
 
     A tile comes from strip_mine, its place from interchange, SIMD from vectorize."""
     raise NotImplementedError
@@ -42,7 +43,8 @@ def schedule_register_tile(sch: Any) -> None:
 
 
 def schedule_split(sch: Any) -> None:
-    """J = 36 is not a multiple of the vector: a vectorized main part of j and a remainder."""
+    """J = 36 is not a multiple of the vector: a vectorized main part of j and a
+    remainder, j split inside k."""
     raise NotImplementedError
 
 

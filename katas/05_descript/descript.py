@@ -30,7 +30,7 @@ def register_tile_spec() -> dict:
 
 
 def split_spec() -> dict:
-    """J = 36: a vectorized main part of j and a remainder, as split segments."""
+    """J = 36: a vectorized main part of j and a remainder, as split segments inside k."""
     raise NotImplementedError
 
 
