@@ -22,7 +22,8 @@ import pytest
 from xtc_katas import ROOT
 from xtc_katas.kata.manifest import find
 from xtc_katas.notebook import browser
-from xtc_katas.notebook.server import answers, start_logged
+from xtc_katas.notebook.runner import JUNIT
+from xtc_katas.notebook.server import answers
 from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 KATA = find(4)
@@ -86,6 +87,28 @@ def test_the_app_run_headless_shows_the_verdicts_and_the_chart(tmp_path: Path) -
     assert "speedups against the reference" in page and "data:image/png;base64," in page
     # --task ran schedule_interchange's tests only: no other task's test ran.
     assert 'data-task=\\"schedule_vectorize\\" data-state=\\"not run' in page
+
+
+def start_logged(
+    command: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: float = 120.0
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`xtc-katas notebook ...` started with its output in the file `log` (never a pipe:
+    marimo keeps logging, and a pipe nobody reads blocks the server once full): the
+    process and the URL it prints; RuntimeError with the log if none comes."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=out)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(r"notebook for \S+: (http://\S+)", log.read_text(errors="replace"))
+        if found:
+            return process, found.group(1)
+        if process.poll() is not None:
+            break
+        time.sleep(0.2)
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    raise RuntimeError("the notebook printed no URL:\n" + log.read_text(errors="replace"))
 
 
 def start_notebook(repo: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -211,18 +234,15 @@ def test_stopping_the_notebook_mid_run_stops_its_pytest_and_frees_the_lock(
     tmp_path: Path,
 ) -> None:
     """SIGTERM to `xtc-katas notebook` while a run goes on: marimo exits, its pytest (and
-    kernels) are stopped with it, the run lock is free and no scratch dir is left."""
+    kernels) are stopped with it and the run lock is free."""
     chromium = chromium_or_skip()
     from playwright.sync_api import sync_playwright
 
     from xtc_katas.kata.run_lock import run_lock
 
     repo = copy_repository(tmp_path)
-    scratch_root = tmp_path / "tmp"
-    scratch_root.mkdir()
-    env = {**app_env(repo), "TMPDIR": str(scratch_root)}
-    command = [sys.executable, "-m", "xtc_katas", "notebook", "4", "--no-browser"]
-    process, url = start_logged(command, repo, env, tmp_path / "notebook.log")
+    marker = f"--junitxml={repo / '.xtc-katas' / JUNIT}"  # on the run's pytest only
+    process, url = start_notebook(repo)
     pids: list[int] = []
     try:
         with sync_playwright() as playwright:
@@ -232,7 +252,7 @@ def test_stopping_the_notebook_mid_run_stops_its_pytest_and_frees_the_lock(
             page.get_by_role("button", name="Run tests").click(timeout=120_000)
             deadline = time.monotonic() + 90
             while not pids and time.monotonic() < deadline:
-                pids = _pytest_pids(f"--junitxml={scratch_root}/xtc-katas-notebook-")
+                pids = _pytest_pids(marker)
                 time.sleep(0.2)
             assert pids, "the run did not start"
             chrome.close()
@@ -240,12 +260,11 @@ def test_stopping_the_notebook_mid_run_stops_its_pytest_and_frees_the_lock(
         stop_notebook(process)
     try:
         deadline = time.monotonic() + 15
-        while _pytest_pids(str(scratch_root)) and time.monotonic() < deadline:
+        while _pytest_pids(marker) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not _pytest_pids(str(scratch_root)), "pytest outlived the notebook"
-        assert not list(scratch_root.glob("xtc-katas-notebook-*"))
+        assert not _pytest_pids(marker), "pytest outlived the notebook"
         with run_lock("the next run", repo):
             pass
     finally:
-        for pid in _pytest_pids(str(scratch_root)):
+        for pid in _pytest_pids(marker):
             os.killpg(pid, signal.SIGKILL)

@@ -109,40 +109,56 @@ def test_a_lock_taken_in_one_thread_is_released_in_another_and_waiters_get_it(
 
 
 def test_a_runs_verdicts_come_from_junit_and_the_progress_record(root: Path) -> None:
-    """Failure texts from pytest's JUnit report, tasks/backend/figures from the record."""
-    nodeid = "katas/04_scheduling/test_scheduling.py::test_schedule_interchange_keeps_up[mlir]"
+    """Failure texts from pytest's JUnit report, tasks/outcomes/figures from the record."""
+    tests = "katas/04_scheduling/test_scheduling.py::"
+    passed, failed = (
+        "test_schedule_interchange_keeps_up[mlir]",
+        "test_schedule_vectorize_computes[tvm]",
+    )
     junit = root / "junit.xml"
     junit.write_text(
         '<?xml version="1.0"?><testsuites><testsuite>'
-        '<testcase classname="katas.04_scheduling.test_scheduling"'
-        ' name="test_schedule_interchange_keeps_up[mlir]"/>'
-        '<testcase classname="katas.04_scheduling.test_scheduling"'
-        ' name="test_schedule_vectorize_computes[tvm]">'
+        f'<testcase classname="katas.04_scheduling.test_scheduling" name="{passed}"/>'
+        f'<testcase classname="katas.04_scheduling.test_scheduling" name="{failed}">'
         '<failure message="short">04_scheduling › schedule_vectorize() is too slow\n'
         "the whole text</failure></testcase></testsuite></testsuites>"
     )
     figures = {"speedup": 1.1, "reference_speedup": 1.2, "bar": 0.8}
-    record = progress.TestResult(
-        KATA.id, ("schedule_interchange",), "mlir", "passed", "h", [figures], time.time()
-    )
+    now = time.time()
+    records = {
+        tests + passed: progress.TestResult(
+            KATA.id, ("schedule_interchange",), "mlir", "passed", "h", [figures], now
+        ),
+        tests + failed: progress.TestResult(
+            KATA.id, ("schedule_vectorize",), "tvm", "failed", "h", [], now, "first line"
+        ),
+        tests + "test_schedule_parallel_computes[tvm]": progress.TestResult(
+            KATA.id, ("schedule_parallel",), "tvm", "failed", "h", [], now - 3600, "old"
+        ),
+    }
     cache = progress.cache_file(root)
     cache.parent.mkdir(parents=True)
-    cache.write_text(json.dumps({nodeid: record.__dict__ | {"tasks": list(record.tasks)}}))
-    tests, tasks = runner.verdicts(KATA, runner.read_junit(junit), time.time() - 60, root)
+    cache.write_text(
+        json.dumps({k: r.__dict__ | {"tasks": list(r.tasks)} for k, r in records.items()})
+    )
+    tasks, found = runner.verdicts(KATA, runner.failure_texts(junit), now - 60, root)
     states = {t.function: t.state for t in tasks}
     assert states["schedule_interchange"] == "passed"
     assert states["schedule_vectorize"] == "failed"
-    assert states["schedule_parallel"] == "not run"
+    assert states["schedule_parallel"] == "not run"  # recorded by an earlier run
     vectorize = next(t for t in tasks if t.function == "schedule_vectorize")
-    assert vectorize.failures[0].message.endswith("too slow\nthe whole text")
-    assert [(t.tasks[0], t.backend) for t in tests if t.perf] == [("schedule_interchange", "mlir")]
+    assert vectorize.failures == (
+        (tests + failed, "04_scheduling › schedule_vectorize() is too slow\nthe whole text"),
+    )
+    assert found == [("schedule_interchange", "mlir", figures)]
 
 
 def test_a_crashed_run_names_the_kata_the_signal_and_what_to_do() -> None:
-    message = runner._crash_message(KATA, -11)
+    message = runner.problem(KATA, -11, reported=True)
     assert message.startswith("04_scheduling: the test run crashed (pytest was killed by SIGSEGV)")
     assert "the notebook is fine" in message and "xtc-katas run 4" in message
-    assert "exit code 3" in runner._crash_message(KATA, 3)
+    assert "exit code 3" in runner.problem(KATA, 3, reported=False)
+    assert runner.problem(KATA, 1, reported=True) == ""
 
 
 def test_a_one_task_run_leaves_out_the_tests_of_longer_names_containing_it() -> None:
@@ -156,9 +172,9 @@ def test_a_one_task_run_leaves_out_the_tests_of_longer_names_containing_it() -> 
 
 
 def test_a_run_pytest_ends_badly_shows_what_pytests_exit_code_means() -> None:
-    message = runner._exit_problem(KATA, 5)
+    message = runner.problem(KATA, 5, reported=True)
     assert message.startswith("04_scheduling: pytest ended with exit code 5 (no tests collected)")
-    assert "(usage error)" in runner._exit_problem(KATA, 4)
+    assert "(usage error)" in runner.problem(KATA, 4, reported=True)
 
 
 # A stand-in for pytest that ignores SIGTERM, prints a line, then sleeps.
@@ -166,12 +182,6 @@ STUBBORN = (
     "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
     "print('started', flush=True); time.sleep(120)"
 )
-
-
-def _scratch_dirs() -> set[Path]:
-    import tempfile
-
-    return set(Path(tempfile.gettempdir()).glob("xtc-katas-notebook-*"))
 
 
 def _started(run: runner.KataRun) -> None:
@@ -186,7 +196,6 @@ def test_cancel_kills_a_pytest_that_ignores_sigterm_and_frees_the_lock(
 ) -> None:
     import sys
 
-    before = _scratch_dirs()
     monkeypatch.setattr(runner, "TERM_GRACE", 0.5)
     monkeypatch.setattr(runner, "pytest_command", lambda *_: [sys.executable, "-c", STUBBORN])
     run = runner.KataRun(KATA, root=root).start()
@@ -200,7 +209,6 @@ def test_cancel_kills_a_pytest_that_ignores_sigterm_and_frees_the_lock(
     assert time.monotonic() - started < 10
     with run_lock("the next run", root):  # free again
         pass
-    assert _scratch_dirs() <= before
 
 
 def test_a_cancel_after_pytest_ended_is_no_cancel(
@@ -209,22 +217,22 @@ def test_a_cancel_after_pytest_ended_is_no_cancel(
     import sys
 
     monkeypatch.setattr(runner, "pytest_command", lambda *_: [sys.executable, "-c", "pass"])
+    stale = root / ".xtc-katas" / runner.JUNIT  # an earlier run's report
+    stale.parent.mkdir()
+    stale.write_text("<testsuites/>")
     run = runner.KataRun(KATA, root=root).start()
     assert run._process is not None
     run._process.wait()
     run.cancel()  # between pytest's end and the reader's: nothing to stop
     result = run.wait(30)
     assert result is not None and not result.cancelled
+    assert "exit code 0 before writing its report" in result.problem  # not the stale one
 
 
-def test_a_failed_start_leaves_no_scratch_dir_and_no_lock(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    before = _scratch_dirs()
+def test_a_failed_start_leaves_no_lock(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "pytest_command", lambda *_: ["/nonexistent/python"])
     with pytest.raises(OSError):
         runner.KataRun(KATA, root=root).start()
-    assert _scratch_dirs() <= before
     with run_lock("the next run", root):
         pass
 
@@ -239,7 +247,7 @@ runner.pytest_command = lambda *_: [sys.executable, "-c", {child!r}]
 run = runner.KataRun(find(4), root=Path({root!r})).start()
 while "started" not in run.lines:
     time.sleep(0.05)
-print(run._process.pid, run._scratch, flush=True)
+print(run._process.pid, flush=True)
 if sys.argv[1] == "crash":
     os._exit(0)  # no atexit: pytest keeps the lock
 """
@@ -258,12 +266,11 @@ def test_a_run_never_outlives_the_notebook_without_its_lock(root: Path, how: str
     out = subprocess.run(
         [sys.executable, "-c", script, how], capture_output=True, text=True, timeout=60
     )
-    pid, scratch = out.stdout.split()
+    pid = out.stdout.strip()
     try:
         if how == "exit":
             with pytest.raises(ProcessLookupError):
                 os.kill(int(pid), 0)
-            assert not Path(scratch).exists()
             with run_lock("the next run", root):
                 pass
         else:
@@ -272,9 +279,6 @@ def test_a_run_never_outlives_the_notebook_without_its_lock(root: Path, how: str
     finally:
         if how == "crash":
             os.killpg(int(pid), signal.SIGKILL)
-            import shutil
-
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_a_lock_whose_holder_file_cannot_be_written_is_released(root: Path) -> None:

@@ -21,7 +21,6 @@ def _():
     import os
     import subprocess
     import sys
-    import time
 
     import marimo as mo
 
@@ -29,7 +28,7 @@ def _():
     from xtc_katas.checks.kinds import tasks_where
     from xtc_katas.kata import progress
     from xtc_katas.kata.manifest import find
-    from xtc_katas.kata.run_lock import RunBusy, RunLock
+    from xtc_katas.kata.run_lock import RunBusy, run_lock
     from xtc_katas.measure import machine
     from xtc_katas.notebook import stub_sync, views
     from xtc_katas.notebook.runner import KataRun
@@ -37,75 +36,88 @@ def _():
     args = mo.cli_args()
     chosen = args.get("kata") or os.environ.get("XTC_KATAS_NOTEBOOK_KATA")
     kata = find(str(chosen)) if chosen else progress.current_kata()
-    # flags without a value: marimo's parser gives them "" (present) or nothing
-    autorun = "autorun" in args
-    autorun_quick = "quick" in args
-    autorun_backends = (str(args["backend"]),) if args.get("backend") else ()
-    autorun_task = str(args.get("task") or "")
+    # `-- --autorun [--quick] [--backend B] [--task F]`: KataRun's options for the run at
+    # start. Flags without a value: marimo's parser gives them "" (present) or nothing.
+    autorun = "autorun" in args and {
+        "quick": "quick" in args,
+        "backends": (str(args["backend"]),) if args.get("backend") else (),
+        "task": str(args.get("task") or ""),
+    }
     machine_line = machine.describe()
-    #: The tasks `xtc-katas show` and `explore` apply to come from the kinds' registry
-    #: (checks/kinds.py, KINDS), as those commands read it; it imports nothing of XTC.
     #: The run in progress (or the last one) and its rendered result: kept across cells
     #: without re-running them (a run lives longer than any cell's execution).
     current = {"run": None, "shown": None, "shown_html": None, "save": 0, "run_clicks": 0}
+
+    def cli(*argv):
+        """`xtc-katas *argv` in a subprocess: its output."""
+        command = [sys.executable, "-m", "xtc_katas", *argv]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        return done.stdout + done.stderr
+
     return (
         KataRun,
-        ROOT,
         RunBusy,
-        RunLock,
         autorun,
-        autorun_backends,
-        autorun_quick,
-        autorun_task,
+        cli,
         current,
         kata,
         machine_line,
         mo,
         progress,
+        run_lock,
         stub_sync,
-        subprocess,
-        sys,
         tasks_where,
-        time,
         views,
     )
 
 
 @app.cell
 def _(kata, mo):
-    _lesson = kata.folder() / "README.md"
-    _text = _lesson.read_text() if _lesson.exists() else ""
-    mo.vstack(
-        [
-            mo.md(f"# {kata.id}: {kata.title}"),
-            mo.accordion({f"The lesson (katas/{kata.id}/README.md)": mo.md(_text)}),
-        ]
-    )
+    _lesson = mo.md((kata.folder() / "README.md").read_text())
+    _title = f"The lesson (katas/{kata.id}/README.md)"
+    mo.vstack([mo.md(f"# {kata.id}: {kata.title}"), mo.accordion({_title: _lesson})])
     return
 
 
 @app.cell
-def _(kata, mo):
-    get_loaded, set_loaded = mo.state(None)
+def _(current, kata, mo, stub_sync, tasks_where):
+    get_loaded, set_loaded = mo.state(stub_sync.load(kata))
     get_note, set_note = mo.state(None)
     get_done, set_done = mo.state(None)
-    hint_task = mo.ui.dropdown(
-        [t.function for t in kata.tasks], value=kata.tasks[0].function, label="hint for"
-    )
+    _functions = [t.function for t in kata.tasks]
+    hint_task = mo.ui.dropdown(_functions, value=_functions[0], label="hint for")
     hint_button = mo.ui.run_button(label="next hint")
     # Counting buttons, not run_buttons: a click that lands while the kernel is busy
     # (a select changed, a save re-ran the editor) still counts, once.
     save_button = mo.ui.button(value=0, on_click=lambda n: n + 1, label="Save", kind="success")
-    reload_button = mo.ui.run_button(label="Reload from disk", kind="warn")
+
+    def _reload(_):
+        set_loaded(stub_sync.load(kata))
+        set_note(("info", f"reloaded {kata.stub_path().name} from disk"))
+
+    reload_button = mo.ui.button(label="Reload from disk", kind="warn", on_click=_reload)
     run_button = mo.ui.button(value=0, on_click=lambda n: n + 1, label="Run tests", kind="success")
     quick = mo.ui.switch(label="quick (no speed races)")
     backend = mo.ui.dropdown(["both", "mlir", "tvm"], value="both", label="backend")
-    only_task = mo.ui.dropdown(
-        ["all tasks", *(t.function for t in kata.tasks)], value="all tasks", label="run"
-    )
+    only_task = mo.ui.dropdown(["all tasks", *_functions], value="all tasks", label="run")
     tick = mo.ui.refresh(options=["1s"], default_interval="1s")
+
+    def _cancel(_):
+        if current["run"] is not None:
+            current["run"].cancel()
+
+    cancel_button = mo.ui.button(label="Cancel run", kind="danger", on_click=_cancel)
+    _shown = [t.function for t in tasks_where(kata, "shown")]
+    show_function = mo.ui.dropdown(_shown, value=_shown[0] if _shown else None, label="task")
+    show_backend = mo.ui.dropdown(["mlir", "tvm"], value="mlir", label="backend")
+    show_button = mo.ui.run_button(label="Show loop nest, IR, assembly")
+    explore_button = None
+    if tasks_where(kata, "explored"):
+        explore_button = mo.ui.run_button(label=f"Explore ({kata.id})")
     return (
         backend,
+        cancel_button,
+        explore_button,
         get_done,
         get_loaded,
         get_note,
@@ -119,6 +131,9 @@ def _(kata, mo):
         set_done,
         set_loaded,
         set_note,
+        show_backend,
+        show_button,
+        show_function,
         tick,
     )
 
@@ -142,17 +157,9 @@ def _(get_done, get_loaded, kata, mo, views):
 
 
 @app.cell
-def _(get_loaded, kata, set_loaded, stub_sync):
-    if get_loaded() is None or get_loaded().kata_id != kata.id:
-        set_loaded(stub_sync.load(kata))
-    return
-
-
-@app.cell
 def _(get_loaded, kata, mo):
-    _loaded = get_loaded()
     editor = mo.ui.code_editor(
-        value=_loaded.text if _loaded else "",
+        value=get_loaded().text,
         language="python",
         min_height=320,
         label=f"katas/{kata.id}/{kata.stub_path().name}",
@@ -176,32 +183,16 @@ def _(current, editor, get_loaded, kata, save_button, set_loaded, set_note, stub
 
 
 @app.cell
-def _(kata, reload_button, set_loaded, set_note, stub_sync):
-    if reload_button.value:
-        set_loaded(stub_sync.load(kata))
-        set_note(("info", f"reloaded {kata.stub_path().name} from disk"))
-    return
-
-
-@app.cell
 def _(get_loaded, kata, mo, reload_button, stub_sync, tick):
     tick
-    _loaded = get_loaded()
+    _text = (
+        f"**{kata.stub_path().name} changed on disk** (another editor, `xtc-katas reset`, "
+        "git). Saving is refused until you reload it: reloading replaces the editor's text "
+        "with the file's."
+    )
     _banner = None
-    if _loaded is not None and stub_sync.changed_on_disk(_loaded):
-        _banner = mo.callout(
-            mo.vstack(
-                [
-                    mo.md(
-                        f"**{kata.stub_path().name} changed on disk** (another editor, "
-                        "`xtc-katas reset`, git). Saving is refused until you reload it: "
-                        "reloading replaces the editor's text with the file's."
-                    ),
-                    reload_button,
-                ]
-            ),
-            kind="warn",
-        )
+    if stub_sync.changed_on_disk(get_loaded()):
+        _banner = mo.callout(mo.vstack([mo.md(_text), reload_button]), kind="warn")
     _banner
     return
 
@@ -221,52 +212,39 @@ def _(
     KataRun,
     RunBusy,
     autorun,
-    autorun_backends,
-    autorun_quick,
-    autorun_task,
     backend,
-    only_task,
     current,
     get_loaded,
     kata,
+    only_task,
     quick,
     run_button,
     set_note,
     stub_sync,
 ):
-    _backends = () if backend.value == "both" else (backend.value,)
-    _task = "" if only_task.value == "all tasks" else only_task.value
-    if autorun and current["run"] is None:
-        _backends, _task = autorun_backends, autorun_task
     _clicked = run_button.value > current["run_clicks"]
     current["run_clicks"] = run_button.value
-    _busy_here = current["run"] is not None and current["run"].running
-    if _clicked and _busy_here:
+    _options = {
+        "quick": quick.value,
+        "backends": () if backend.value == "both" else (backend.value,),
+        "task": "" if only_task.value == "all tasks" else only_task.value,
+    }
+    if autorun and current["run"] is None:
+        _clicked, _options = True, autorun
+    if _clicked and current["run"] is not None and current["run"].running:
         set_note(("warn", f"{kata.id}: a run is in progress: cancel it or wait for it"))
-    elif _clicked or (autorun and current["run"] is None):
-        _loaded = get_loaded()
+    elif _clicked:
         try:
-            _quick = quick.value or (autorun and autorun_quick)
-            current["run"] = KataRun(kata, quick=_quick, backends=_backends, task=_task).start()
+            current["run"] = KataRun(kata, **_options).start()
         except RunBusy as _busy:
             set_note(("warn", f"{kata.id}: not run: {_busy}"))
         else:
-            if _loaded is not None and stub_sync.changed_on_disk(_loaded):
+            if stub_sync.changed_on_disk(get_loaded()):
                 set_note(("warn", "the run tests the file on disk, changed since loaded"))
             if autorun:
                 current["run"].wait()
     launched = current["run"]
     return (launched,)
-
-
-@app.cell
-def _(current, mo):
-    def _cancel(_):
-        if current["run"] is not None:
-            current["run"].cancel()
-
-    cancel_button = mo.ui.button(label="Cancel run", kind="danger", on_click=_cancel)
-    return (cancel_button,)
 
 
 @app.cell
@@ -283,14 +261,12 @@ def _(mo, tick):
 
 
 @app.cell
-def _(current, get_done, launched, mo, set_done, tick, time, views):
+def _(current, get_done, launched, mo, set_done, tick, views):
     tick, launched
     _run = current["run"]
     _view = None
     if _run is not None and _run.result is None:
-        _view = mo.Html(
-            views.progress_text(_run.done_tests, _run.total, time.time() - _run.started, _run.lines)
-        )
+        _view = mo.Html(views.progress_text(_run))
     elif _run is not None and get_done() is not _run:
         set_done(_run)
     _view
@@ -305,9 +281,12 @@ def _(current, get_done, kata, launched, machine_line, mo, views):
     if _run is not None and _run.result is not None:
         if current["shown"] is not _run:
             _png = views.speed_chart(_run.result, kata, machine_line)
+            _alt = (
+                f"{kata.id}: your speedups against the reference's and the bar, on {machine_line}"
+            )
             _parts = [mo.Html(views.verdicts(_run.result, kata))]
             if _png is not None:
-                _parts.append(mo.image(_png, alt=views.chart_alt(kata, machine_line)))
+                _parts.append(mo.image(_png, alt=_alt))
             current["shown"], current["shown_html"] = _run, mo.vstack(_parts)
         _view = current["shown_html"]
     _view
@@ -315,80 +294,36 @@ def _(current, get_done, kata, launched, machine_line, mo, views):
 
 
 @app.cell
-def _(kata, mo, tasks_where):
-    _shown = [t.function for t in tasks_where(kata, "shown")]
-    show_function = mo.ui.dropdown(_shown, value=_shown[0] if _shown else None, label="task")
-    show_backend = mo.ui.dropdown(["mlir", "tvm"], value="mlir", label="backend")
-    show_button = mo.ui.run_button(label="Show loop nest, IR, assembly")
-    return show_backend, show_button, show_function
-
-
-@app.cell
-def _(ROOT, kata, mo, show_backend, show_button, show_function, subprocess, sys):
-    _tabs = None
+def _(cli, kata, mo, show_backend, show_button, show_function):
+    _items = [mo.md("## Show (xtc-katas show)")]
     if show_function.value is None:
-        _out = mo.md(f"{kata.id} has no schedule to show (no task of it builds one).")
+        _items.append(mo.md(f"{kata.id} has no schedule to show (no task of it builds one)."))
     else:
-        _out = mo.hstack([show_function, show_backend, show_button], justify="start")
+        _items.append(mo.hstack([show_function, show_backend, show_button], justify="start"))
     if show_button.value and show_function.value:
-        _views = {}
-        for _label, _flag in (("loop nest", "--nest"), ("IR", "--ir"), ("assembly", "--asm")):
-            _done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "xtc_katas",
-                    "show",
-                    str(kata.number),
-                    show_function.value,
-                    _flag,
-                    f"--backend={show_backend.value}",
-                ],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-            )
-            _views[_label] = mo.plain_text((_done.stdout + _done.stderr)[-60000:])
-        _tabs = mo.ui.tabs(_views)
-    mo.vstack([mo.md("## Show (xtc-katas show)"), _out, *([] if _tabs is None else [_tabs])])
+        _args = ["show", str(kata.number), show_function.value, f"--backend={show_backend.value}"]
+        _flags = {"loop nest": "--nest", "IR": "--ir", "assembly": "--asm"}
+        _views = {k: mo.plain_text(cli(*_args, f)[-60000:]) for k, f in _flags.items()}
+        _items.append(mo.ui.tabs(_views))
+    mo.vstack(_items)
     return
 
 
 @app.cell
-def _(kata, mo, tasks_where):
-    explorable = bool(tasks_where(kata, "explored"))
-    explore_button = mo.ui.run_button(label=f"Explore ({kata.id})", disabled=not explorable)
-    return explorable, explore_button
-
-
-@app.cell
-def _(ROOT, RunBusy, RunLock, explorable, explore_button, kata, mo, subprocess, sys):
-    _items = []
-    if explore_button.value:
-        _lock = RunLock(f"the notebook's explore on {kata.id}")
+def _(RunBusy, cli, explore_button, kata, mo, run_lock):
+    _items = [mo.md("## Explore (xtc-katas explore)"), explore_button]
+    if explore_button is not None and explore_button.value:
         try:
-            _lock.acquire()
+            with run_lock(f"the notebook's explore on {kata.id}"):
+                _text = cli("explore", str(kata.number))
         except RunBusy as _busy:
             _items.append(mo.callout(mo.md(str(_busy)), kind="warn"))
         else:
-            try:
-                _done = subprocess.run(
-                    [sys.executable, "-m", "xtc_katas", "explore", str(kata.number)],
-                    cwd=ROOT,
-                    capture_output=True,
-                    text=True,
-                )
-            finally:
-                _lock.release()
-            _text = _done.stdout + _done.stderr
             _items.append(mo.plain_text(_text[-60000:]))
             for _line in _text.splitlines():
                 if _line.startswith("plot: "):
                     _items.append(mo.image(_line[len("plot: ") :].strip()))
-    _view = None
-    if explorable:
-        _view = mo.vstack([mo.md("## Explore (xtc-katas explore)"), explore_button, *_items])
-    _view
+    mo.vstack(_items) if explore_button is not None else None
     return
 
 

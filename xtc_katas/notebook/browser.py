@@ -1,10 +1,10 @@
-"""A real browser for the notebook's test and the README's screenshot: Debian's chromium.
+"""A real browser for the browser tests and the docs' screenshots: Debian's chromium.
 
 Playwright's own browser download cannot run here (and should not have to: a learner's
 or CI's machine gets chromium from its package manager, `./run.sh test` installs it),
-so Playwright launches the system chromium by its path, headless, without the sandbox
-(CI runs as root, where chromium's sandbox refuses to start) and with the background
-networking off (no update, sync or metrics requests from an offline machine).
+so Playwright launches the system chromium by its path, headless. Its default switches
+already turn off the sandbox (CI runs as root, where it refuses to start) and the
+background networking (no update, sync or metrics requests from an offline machine).
 """
 
 from __future__ import annotations
@@ -19,16 +19,6 @@ HOW_TO_GET = (
     "(Debian/Ubuntu; `./run.sh test` installs it when run as root), or set "
     f"{CHROMIUM_ENV} to a chromium or chrome executable"
 )
-ARGS = (
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-default-apps",
-    "--disable-sync",
-    "--metrics-recording-only",
-    "--no-first-run",
-    "--disable-dev-shm-usage",  # small /dev/shm in containers
-)
 
 
 def chromium_path() -> str | None:
@@ -36,13 +26,10 @@ def chromium_path() -> str | None:
     chosen = os.environ.get(CHROMIUM_ENV)
     if chosen:
         return chosen if os.access(chosen, os.X_OK) else None
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+    names = ("chromium", "chromium-browser", "google-chrome")
+    return next(filter(None, map(shutil.which, names)), None)
 
 
 def launch(playwright: Any, executable: str) -> Any:
     """A headless chromium under Playwright, from `executable` (never a download)."""
-    return playwright.chromium.launch(executable_path=executable, headless=True, args=list(ARGS))
+    return playwright.chromium.launch(executable_path=executable, headless=True)

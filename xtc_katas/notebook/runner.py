@@ -1,16 +1,11 @@
 """Run a kata's tests for the notebook: pytest in a subprocess, streamed, cancellable.
 
-Why a subprocess: the kata's kernels are compiled and run by XTC, and a kernel that
-crashes takes its process with it. pytest already runs each kernel in a forked child
-(measure/isolation.py); running pytest itself outside the app's process means even a
-crash of pytest leaves the app up, with a message. It is the same command the terminal
-loop runs (`pytest katas/NN_name`, learner mode), so the verdicts and the progress
-record (`xtc-katas status`) are the same as the terminal's on the same file.
-
-What the app shows after a run comes from records pytest writes, never from parsing
-its terminal text: each test's outcome, tasks, backend and figures from the progress
-record (kata/progress.py, written by the plugin), and each failure's text, exactly as
-pytest prints it, from pytest's own JUnit XML report.
+In a subprocess because a kernel that crashes takes its process with it: the app stays
+up and says so. It is the terminal's command (`pytest katas/NN_name`, learner mode), so
+the verdicts, and the progress record `xtc-katas status` reads, are the terminal's. They
+come from what pytest writes, never from its terminal text: each test's tasks, backend,
+outcome and figures from the progress record (kata/progress.py, written by the plugin),
+each failure's text, as pytest prints it, from pytest's JUnit XML report.
 """
 
 from __future__ import annotations
@@ -19,11 +14,9 @@ import atexit
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -35,7 +28,7 @@ from typing import Any
 import pytest
 
 from xtc_katas import ROOT
-from xtc_katas.kata import progress, stubs
+from xtc_katas.kata import progress
 from xtc_katas.kata.manifest import Kata
 from xtc_katas.kata.run_lock import RunLock
 
@@ -44,58 +37,36 @@ TEST_LINE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)")
 COLLECTED = re.compile(r"collected (\d+) items?(?: / (\d+) deselected)?")
 #: Seconds pytest has to end after SIGTERM (cancel, the server stopping) before SIGKILL.
 TERM_GRACE = 5.0
-
-
-@dataclass(frozen=True)
-class TestVerdict:
-    """One test of the run: its outcome and, when it failed, pytest's failure text."""
-
-    __test__ = False  # not a pytest test class
-
-    nodeid: str
-    tasks: tuple[str, ...]
-    backend: str
-    outcome: str  # "passed", "failed", "skipped"
-    message: str = ""
-    perf: tuple[dict[str, Any], ...] = ()
+#: pytest's report, under .xtc-katas/: one path is enough, as the run lock allows one run.
+JUNIT = "notebook-junit.xml"
 
 
 @dataclass(frozen=True)
 class TaskVerdict:
     function: str
     state: str  # "passed", "failed", "not run"
-    failures: tuple[TestVerdict, ...] = ()
+    failures: tuple[tuple[str, str], ...] = ()  # (node id, pytest's failure text)
 
 
 @dataclass
 class RunResult:
-    kata_id: str
     returncode: int | None
     output: str
     seconds: float
-    tests: list[TestVerdict] = field(default_factory=list)
     tasks: list[TaskVerdict] = field(default_factory=list)
+    #: (task, backend, figures) of every raced test, in the run's order.
+    figures: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     cancelled: bool = False
     problem: str = ""  # the run itself went wrong (crash, no report): what to do
 
-    @property
-    def figures(self) -> list[tuple[str, str, dict[str, Any]]]:
-        """(task, backend, figures) of every raced test, in the run's order."""
-        return [(t.tasks[0], t.backend, f) for t in self.tests if t.tasks for f in t.perf]
-
 
 def pytest_command(
-    kata: Kata,
-    junit: Path,
-    quick: bool = False,
-    backends: Sequence[str] = (),
-    task: str = "",
+    kata: Kata, junit: Path, quick: bool = False, backends: Sequence[str] = (), task: str = ""
 ) -> list[str]:
-    """The learner's command (`pytest katas/NN_name`), verbose for the progress lines,
-    with pytest's JUnit report for the failure texts; `quick` leaves the races out,
-    `task` keeps one function's tests (`-k`: every test's name contains its function;
-    the tests of a longer function containing that name, e.g. `schedule_conv_parallel`
-    for `schedule_conv`, are left out as in `stubs.functions_checked_by`)."""
+    """The learner's command (`pytest katas/NN_name`), verbose for the progress count, with
+    pytest's JUnit report; `quick` leaves the races out, `task` keeps one function's tests
+    (`-k`: a test's name contains its function's, and the tests of a longer function
+    containing it, e.g. `schedule_conv_parallel` for `schedule_conv`, are left out)."""
     args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", "-v", "--no-header"]
     args += ["-p", "no:warnings", "-o", "console_output_style=classic", f"--junitxml={junit}"]
     if quick:
@@ -107,72 +78,54 @@ def pytest_command(
     return args
 
 
-def _nodeid(classname: str, name: str) -> str:
-    """The node id of a JUnit test case: kata folders hold no dot in their names."""
-    return "/".join(classname.split(".")) + f".py::{name}"
-
-
-def read_junit(path: Path) -> dict[str, tuple[str, str]]:
-    """{node id: (outcome, failure text as pytest prints it)} from pytest's JUnit XML."""
-    found: dict[str, tuple[str, str]] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        nodeid = _nodeid(case.get("classname", ""), case.get("name", ""))
-        outcome, text = "passed", ""
+def failure_texts(junit: Path) -> dict[str, str]:
+    """{node id: failure text as pytest prints it} from pytest's JUnit XML report."""
+    texts: dict[str, str] = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        # the node id: kata folders hold no dot in their names
+        nodeid = case.get("classname", "").replace(".", "/") + f".py::{case.get('name')}"
         for child in case:
             if child.tag in ("failure", "error"):
-                outcome, text = "failed", (child.text or child.get("message", "")).strip()
-                break
-            if child.tag == "skipped":
-                outcome, text = "skipped", child.get("message", "")
-        found[nodeid] = (outcome, text)
-    return found
+                texts.setdefault(nodeid, (child.text or child.get("message", "")).strip())
+    return texts
 
 
 def verdicts(
-    kata: Kata, junit: dict[str, tuple[str, str]], since: float, root: Path = ROOT
-) -> tuple[list[TestVerdict], list[TaskVerdict]]:
-    """Each test's verdict (tasks, backend and figures from the progress record of this
-    run), and each task's: passed when all its tests of this run passed."""
-    recorded = {k: r for k, r in progress.read(root).items() if r.kata == kata.id}
-    tests = []
-    for nodeid, (outcome, text) in junit.items():
-        record = recorded.get(nodeid)
-        fresh = record is not None and record.when >= since
-        name = nodeid.split("::")[-1].split("[")[0]
-        tasks = record.tasks if fresh else tuple(stubs.functions_checked_by(kata, name))
-        backend = record.backend if fresh else ""
-        perf = tuple(record.perf) if fresh else ()
-        tests.append(TestVerdict(nodeid, tuple(tasks), backend, outcome, text, perf))
+    kata: Kata, failures: dict[str, str], since: float, root: Path = ROOT
+) -> tuple[list[TaskVerdict], list[tuple[str, str, dict[str, Any]]]]:
+    """Each task's verdict from the tests recorded since `since` (this run): passed when
+    all its tests passed, with `failures`' text for each that failed; and their figures."""
+    fresh = {k: r for k, r in progress.read(root).items() if r.kata == kata.id and r.when >= since}
     tasks = []
-    for task in kata.tasks:
-        mine = [t for t in tests if task.function in t.tasks and t.outcome != "skipped"]
-        failed = tuple(t for t in mine if t.outcome == "failed")
+    for t in kata.tasks:
+        mine = {k: r for k, r in fresh.items() if t.function in r.tasks and r.outcome != "skipped"}
+        failed = tuple((k, failures.get(k, r.message)) for k, r in mine.items() if not r.passed)
         state = "not run" if not mine else "failed" if failed else "passed"
-        tasks.append(TaskVerdict(task.function, state, failed))
-    return tests, tasks
+        tasks.append(TaskVerdict(t.function, state, failed))
+    figures = [(r.tasks[0], r.backend, f) for r in fresh.values() if r.tasks for f in r.perf]
+    return tasks, figures
 
 
-def _exit_problem(kata: Kata, code: int) -> str:
-    """pytest ended with a code other than 0 (all passed) or 1 (some failed)."""
-    try:
-        meaning = pytest.ExitCode(code).name.lower().replace("_", " ")
-    except ValueError:
-        meaning = "not one of pytest's codes"
-    return (
-        f"{kata.id}: pytest ended with exit code {code} ({meaning}): the verdicts below "
-        f"may be incomplete. Run `xtc-katas run {kata.number}` in a terminal to see why."
-    )
-
-
-def _crash_message(kata: Kata, code: int) -> str:
-    if code < 0:
+def problem(kata: Kata, code: int, reported: bool) -> str:
+    """What to tell when pytest ended neither with 0 (all passed) nor 1 (some failed), or
+    without its report ("" when it ended well)."""
+    if reported and code >= 0:
+        if code in (0, 1):
+            return ""
         try:
-            name = signal.Signals(-code).name
+            meaning = pytest.ExitCode(code).name.lower().replace("_", " ")
         except ValueError:
-            name = f"signal {-code}"
+            meaning = "not one of pytest's codes"
+        return (
+            f"{kata.id}: pytest ended with exit code {code} ({meaning}): the verdicts below "
+            f"may be incomplete. Run `xtc-katas run {kata.number}` in a terminal to see why."
+        )
+    cause = f"pytest stopped with exit code {code} before writing its report"
+    if code < 0:
+        name = f"signal {-code}"
+        with contextlib.suppress(ValueError):
+            name = signal.Signals(-code).name
         cause = f"pytest was killed by {name}"
-    else:
-        cause = f"pytest stopped with exit code {code} before writing its report"
     return (
         f"{kata.id}: the test run crashed ({cause}); the notebook is fine. Run "
         f"`xtc-katas run {kata.number}` in a terminal to see the whole output, and check "
@@ -183,15 +136,11 @@ def _crash_message(kata: Kata, code: int) -> str:
 class KataRun:
     """One run of a kata's tests, in a subprocess, under the repository's run lock.
 
-    `start()` takes the lock (RunBusy if another run holds it) and starts pytest; a
-    thread reads its output line by line (`lines`, `done_tests`, `total`) and, when it
-    ends, builds `result` and releases the lock. pytest is given the lock's descriptor,
-    so the lock stays held while it lives, even if this process ends first. `cancel()`
-    stops pytest and its children (kernels run in forked children): SIGTERM to its
-    process group, SIGKILL after TERM_GRACE seconds; the lock is released as it ends.
-    Runs still going when the process exits normally (the server stopped by SIGINT,
-    as server.Server.stop does) are stopped that way; a process killed outright runs
-    no atexit, but its pytest keeps the lock, so no other run races it.
+    `start()` takes the lock (RunBusy if another run holds it) and starts pytest, handing
+    it the lock's descriptor: the lock stays held while pytest lives, even if this process
+    ends first. A thread reads its output (`lines`, `done_tests`, `total`), then sets
+    `result` and releases the lock. `cancel()` stops pytest and its forked kernels; runs
+    still going when this process exits normally are cancelled (stop_all).
     """
 
     def __init__(
@@ -199,16 +148,13 @@ class KataRun:
         kata: Kata,
         quick: bool = False,
         backends: Sequence[str] = (),
-        root: Path = ROOT,
-        env: dict[str, str] | None = None,
         task: str = "",
+        root: Path = ROOT,
     ) -> None:
         self.kata = kata
-        self.task = task
-        self.quick = quick
-        self.backends = tuple(backends)
         self.root = root
-        self.env = env
+        self.junit = root / ".xtc-katas" / JUNIT
+        self.options = (quick, tuple(backends), task)
         self.lines: list[str] = []
         self.total: int | None = None
         self.done_tests = 0
@@ -217,7 +163,6 @@ class KataRun:
         self._process: subprocess.Popen[str] | None = None
         self._cancelled = False
         self._thread: threading.Thread | None = None
-        self._scratch: Path | None = None
 
     @property
     def running(self) -> bool:
@@ -226,15 +171,12 @@ class KataRun:
     def start(self) -> KataRun:
         lock = RunLock(f"the notebook on {self.kata.id}", self.root)
         lock.acquire()
-        scratch = None
         try:
-            scratch = self._scratch = Path(tempfile.mkdtemp(prefix="xtc-katas-notebook-"))
-            junit = scratch / "junit.xml"
+            self.junit.unlink(missing_ok=True)  # a report left by an earlier run
             self.started = time.time()
             self._process = subprocess.Popen(
-                pytest_command(self.kata, junit, self.quick, self.backends, self.task),
+                pytest_command(self.kata, self.junit, *self.options),
                 cwd=self.root,
-                env=self.env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -244,13 +186,9 @@ class KataRun:
             )
         except BaseException:
             lock.release()
-            if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
             raise
         _LIVE.add(self)
-        self._thread = threading.Thread(
-            target=self._follow, args=(lock, scratch, junit), daemon=True
-        )
+        self._thread = threading.Thread(target=self._follow, args=(lock,), daemon=True)
         self._thread.start()
         return self
 
@@ -260,27 +198,20 @@ class KataRun:
         return self.result
 
     def cancel(self) -> None:
-        """Stop pytest and its process group: SIGTERM, then SIGKILL after TERM_GRACE s.
-        The run shows as cancelled only if pytest did die of a signal."""
+        """SIGTERM to pytest's process group, SIGKILL to what is left of it after TERM_GRACE
+        s at most. The run shows as cancelled only if pytest did die of a signal."""
         process = self._process
         if process is None or process.poll() is not None:
             return
         self._cancelled = True
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired):
             try:
-                os.killpg(process.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
+                os.killpg(process.pid, signal.SIGTERM)
                 process.wait(TERM_GRACE)
-            except subprocess.TimeoutExpired:
-                continue
-            # pytest ended; its forked kernels (same group) may linger: SIGKILL them.
-            with contextlib.suppress(ProcessLookupError):
+            finally:  # pytest's forked kernels (same group) may outlive it
                 os.killpg(process.pid, signal.SIGKILL)
-            return
 
-    def _follow(self, lock: RunLock, scratch: Path, junit: Path) -> None:
+    def _follow(self, lock: RunLock) -> None:
         assert self._process is not None and self._process.stdout is not None
         try:
             for line in self._process.stdout:
@@ -290,35 +221,25 @@ class KataRun:
                     self.done_tests += 1
                 elif self.total is None and (found := COLLECTED.search(line)):
                     self.total = int(found.group(1)) - int(found.group(2) or 0)
-            code = self._process.wait()
-            self.result = self._finish(code, junit)
+            self.result = self._finish(self._process.wait())
         except BaseException as exc:  # the app must hear of it, never hang on `running`
-            self.result = RunResult(
-                self.kata.id,
-                None,
-                "\n".join(self.lines),
-                time.time() - self.started,
-                problem=f"{self.kata.id}: the notebook lost the test run: {exc!r}",
-            )
+            lost = f"{self.kata.id}: the notebook lost the test run: {exc!r}"
+            output = "\n".join(self.lines)
+            self.result = RunResult(None, output, time.time() - self.started, problem=lost)
         finally:
             lock.release()
-            shutil.rmtree(scratch, ignore_errors=True)
             _LIVE.discard(self)
 
-    def _finish(self, code: int, junit: Path) -> RunResult:
-        output = "\n".join(self.lines)
-        result = RunResult(self.kata.id, code, output, time.time() - self.started)
+    def _finish(self, code: int) -> RunResult:
+        result = RunResult(code, "\n".join(self.lines), time.time() - self.started)
         if self._cancelled and code < 0:  # not if pytest ended before the signal
             result.cancelled = True
             return result
-        if not junit.exists():
-            result.problem = _crash_message(self.kata, code)
-            return result
-        result.tests, result.tasks = verdicts(self.kata, read_junit(junit), self.started, self.root)
-        if code < 0:
-            result.problem = _crash_message(self.kata, code)
-        elif code not in (0, 1):
-            result.problem = _exit_problem(self.kata, code)
+        reported = self.junit.exists()
+        if reported:
+            failures = failure_texts(self.junit)
+            result.tasks, result.figures = verdicts(self.kata, failures, self.started, self.root)
+        result.problem = problem(self.kata, code, reported)
         return result
 
 
@@ -328,11 +249,8 @@ _LIVE: set[KataRun] = set()
 
 @atexit.register
 def stop_all() -> None:
-    """Stop every run still going (the server or kernel is shutting down): no pytest
-    outlives the notebook, racing a later run, and no scratch directory is left."""
+    """Cancel every run still going as the server or kernel shuts down: no pytest outlives
+    the notebook to race a later run."""
     for run in list(_LIVE):
         run.cancel()
-        if run._thread is not None:
-            run._thread.join(TERM_GRACE)
-        if run._scratch is not None:
-            shutil.rmtree(run._scratch, ignore_errors=True)
+        run.wait(TERM_GRACE)

@@ -1,27 +1,22 @@
-"""The README's screenshot: kata 04 solved in the notebook, its verdicts and speed chart.
+"""The docs' screenshot: kata 04 solved in the notebook, its verdicts and speed chart.
 
     .venv/bin/python -m xtc_katas.notebook.screenshot docs/notebook-kata04.png
 
-In a temporary copy of the repository, kata 04's stub is replaced by its solution, the
-notebook is started, chromium (browser.py) presses "Run tests" (both backends, speed
-races included) and the page is captured once the verdicts and the chart are shown.
-Prints the time from the click to the verdicts.
+In a copy of the repository whose kata 04 stub is its solution, chromium (browser.py)
+presses "Run tests" (both backends, speed races included) and captures the page once the
+verdicts and the chart show. Prints the time from the click to the verdicts.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from xtc_katas.kata.manifest import find
-from xtc_katas.notebook import browser
-from xtc_katas.notebook.server import start_logged
+from xtc_katas.notebook import browser, server
 from xtc_katas.tools.repo_copy import copy_repository
 
 
@@ -37,17 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     kata = find(args.kata)
-    scratch = Path(tempfile.mkdtemp(prefix="xtc-katas-screenshot-"))
-    try:
-        repo = copy_repository(scratch)
+    with tempfile.TemporaryDirectory(prefix="xtc-katas-screenshot-") as scratch:
+        repo = copy_repository(Path(scratch))
         kata.stub_path(repo).write_text(kata.solution_path(repo).read_text())
-        command = [sys.executable, "-m", "xtc_katas", "notebook", str(kata.number)]
-        process, url = _start(repo, [*command, "--no-browser"])
+        notebook = server.start(kata, root=repo, quiet=True)
         try:
             with sync_playwright() as playwright:
                 chrome = browser.launch(playwright, chromium)
                 page = chrome.new_page(viewport={"width": 1200, "height": 1250})
-                page.goto(url)
+                page.goto(notebook.url)
                 page.locator(".cm-content").first.wait_for(timeout=90_000)
                 time.sleep(2)
                 clicked = time.monotonic()
@@ -62,19 +55,9 @@ def main(argv: list[str] | None = None) -> int:
                 page.screenshot(path=str(args.out))
                 chrome.close()
         finally:
-            process.terminate()
-            process.wait(30)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+            notebook.stop()
     print(f"wrote {args.out}")
     return 0
-
-
-def _start(repo: Path, command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    """`xtc-katas notebook` in the copy (its own xtc_katas): the process and its URL;
-    its output goes to notebook.log beside the copy (removed with the scratch dir)."""
-    env = {**os.environ, "PYTHONPATH": str(repo), "MARIMO_SKIP_UPDATE_CHECK": "1"}
-    return start_logged(command, repo, env, repo.parent / "notebook.log")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,14 @@
 """`xtc-katas notebook [N]`: serve the marimo app on a free local port, print its URL.
 
-The server is marimo's own (`marimo run`, the app read-only: learners use it, they do
-not edit its cells), in a child process: the command prints the URL (with a fresh access
-token: the app writes the learner's stub, so only who has the URL may use it), opens a
-browser where there is a display, and stops the server on Ctrl-C or SIGTERM; a test run
-in progress is stopped with it (runner.stop_all, at the server's exit). The token
-reaches marimo on its stdin (`--token-password-file -`), never on its command line,
-where any local user would read it in `ps`. marimo's update check is switched off: the
-app must start the same with no network.
+marimo's own server (`marimo run`: the app read-only) runs in a child process, with a
+fresh access token, as the app writes the learner's stub: only who has the URL may use
+it. The token reaches marimo on its stdin, never on its command line, where any local
+user would read it in `ps`. marimo's update check is off: the app starts offline too.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import signal
 import socket
@@ -35,41 +30,15 @@ KATA_ENV = "XTC_KATAS_NOTEBOOK_KATA"
 START_TIMEOUT = 90.0
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
-def server_env(kata: Kata) -> dict[str, str]:
-    env = dict(os.environ)
-    env[KATA_ENV] = kata.id
-    # The app imports this repository's xtc_katas (a copy's, in the harness's tests),
-    # whichever one the venv has installed.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["MARIMO_SKIP_UPDATE_CHECK"] = "1"  # offline: no look-up of a newer marimo
-    return env
-
-
-def marimo_command(port: int, host: str = "127.0.0.1") -> list[str]:
-    """marimo's server; it reads the access token on its stdin (see start)."""
-    return [
-        sys.executable, "-m", "marimo", "run", str(APP), "--headless",
-        "--host", host, "--port", str(port), "--token-password-file", "-",
-    ]  # fmt: skip
-
-
 @dataclass
 class Server:
     process: subprocess.Popen[bytes]
     url: str  # with the access token
-    base: str  # without it
 
-    def stop(self, timeout: float = 15.0) -> int | None:
+    def stop(self, timeout: float = 15.0) -> None:
         """SIGINT, as Ctrl-C: marimo then exits through Python's normal shutdown, so a
         test run in progress is stopped (runner.stop_all, atexit). Not SIGTERM: uvicorn
-        re-raises it after its own shutdown, killing the process before atexit runs
-        (the run's pytest would keep going; it would keep the run lock with it, though)."""
+        re-raises it after its own shutdown, killing the process before atexit runs."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:
@@ -77,7 +46,6 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        return self.process.returncode
 
 
 def answers(url: str) -> bool:
@@ -88,18 +56,25 @@ def answers(url: str) -> bool:
         return False
 
 
-def start(
-    kata: Kata, port: int | None = None, host: str = "127.0.0.1", quiet: bool = False
-) -> Server:
-    """marimo's server for `kata`, answering; RuntimeError with its output if it never
-    does."""
-    port = port or free_port(host)
+def start(kata: Kata, port: int | None = None, root: Path = ROOT, quiet: bool = False) -> Server:
+    """marimo's server for `kata` of the repository at `root` (its own xtc_katas first on
+    the path), answering; RuntimeError if it never does."""
+    if port is None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
     token = secrets.token_urlsafe(16)
-    base = f"http://{host}:{port}"
+    base = f"http://127.0.0.1:{port}"
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, KATA_ENV: kata.id, "PYTHONPATH": path, "MARIMO_SKIP_UPDATE_CHECK": "1"}
+    command = [
+        sys.executable, "-m", "marimo", "run", str(APP), "--headless",
+        "--host", "127.0.0.1", "--port", str(port), "--token-password-file", "-",
+    ]  # fmt: skip
     process = subprocess.Popen(
-        marimo_command(port, host),
-        cwd=ROOT,
-        env=server_env(kata),
+        command,
+        cwd=root,
+        env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL if quiet else None,
         stderr=subprocess.DEVNULL if quiet else None,
@@ -110,7 +85,7 @@ def start(
             process.stdin.write(token.encode())
     except BrokenPipeError:
         pass  # marimo stopped already: the poll below says so
-    server = Server(process, f"{base}/?access_token={token}", base)
+    server = Server(process, f"{base}/?access_token={token}")
     deadline = time.monotonic() + START_TIMEOUT
     try:
         while time.monotonic() < deadline:
@@ -123,36 +98,6 @@ def start(
     except BaseException:  # Ctrl-C or SIGTERM while it starts too: never orphan it
         server.stop()
         raise
-
-
-def start_logged(
-    command: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: float = 120.0
-) -> tuple[subprocess.Popen[bytes], str]:
-    """`xtc-katas notebook ...` started with its output in the file `log` (never a pipe:
-    marimo keeps logging, and a pipe nobody reads blocks the server once full): the
-    process and the URL it prints; RuntimeError with the log if none comes."""
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=out)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = re.search(r"notebook for \S+: (http://\S+)", log.read_text(errors="replace"))
-        if found:
-            return process, found.group(1)
-        if process.poll() is not None:
-            break
-        time.sleep(0.2)
-    if process.poll() is None:
-        process.kill()
-        process.wait()
-    raise RuntimeError("the notebook printed no URL:\n" + log.read_text(errors="replace"))
-
-
-def has_display() -> bool:
-    """A browser can be opened: a desktop session (not a bare terminal, where Python's
-    webbrowser would start a text browser in this terminal)."""
-    return sys.platform in ("darwin", "win32") or bool(
-        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    )
 
 
 def main(kata: Kata, port: int | None = None, browser: bool = True) -> int:
@@ -174,9 +119,12 @@ def main(kata: Kata, port: int | None = None, browser: bool = True) -> int:
         f"katas/{kata.id}/{kata.stub_path().name}, the same file pytest tests)",
         flush=True,
     )
-    if browser and has_display():
+    # A desktop session only: in a bare terminal, webbrowser would start a text browser.
+    desktop = sys.platform in ("darwin", "win32") or any(
+        os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY")
+    )
+    if browser and desktop:
         webbrowser.open(server.url)
-
     try:
         return server.process.wait() or 0
     except KeyboardInterrupt:

@@ -1,13 +1,12 @@
 """The editor's side of the stub file: load it, save it back, notice edits from elsewhere.
 
-The stub on disk is the one source of truth: the terminal loop (pytest, `xtc-katas run`,
-`watch`) and the notebook read the same file, so they give the same verdicts. The
-notebook never keeps a private copy that could drift: it remembers the digest of what
-it loaded, refuses to save over a file that changed since (another editor's save is
-never silently overwritten), refuses a file that does not parse (a syntax error would
-fail every test of the kata), and keeps the previous version in the backups folder, as
-`xtc-katas reset` does. The write goes through a temporary file and a rename, so a
-watcher (`xtc-katas watch`) never reads half a file.
+The stub on disk is the one source of truth, read by the terminal loop and the notebook
+alike, so both give the same verdicts. The notebook remembers the digest of what it
+loaded and refuses to save over a file that changed since (another editor's save is
+never silently overwritten) or text that does not parse (it would fail every test of
+the kata); the previous version goes to the backups folder, as `xtc-katas reset` does.
+The write is a rename of a temporary file: a watcher (`xtc-katas watch`) never reads half
+a file.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ def digest(data: bytes) -> str:
 class Loaded:
     """The stub's text as the editor loaded (or last saved) it, and its digest then."""
 
-    kata_id: str
     path: Path
     text: str
     digest: str
@@ -44,7 +42,7 @@ class SaveRefused(ValueError):
 def load(kata: Kata, root: Path = ROOT) -> Loaded:
     path = kata.stub_path(root)
     data = path.read_bytes()
-    return Loaded(kata.id, path, data.decode(), digest(data))
+    return Loaded(path, data.decode(), digest(data))
 
 
 def changed_on_disk(loaded: Loaded) -> bool:
@@ -54,19 +52,6 @@ def changed_on_disk(loaded: Loaded) -> bool:
         return digest(loaded.path.read_bytes()) != loaded.digest
     except OSError:
         return True
-
-
-def check_syntax(kata: Kata, path: Path, text: str) -> None:
-    """SaveRefused naming the kata, the file and the line, Python's message below."""
-    try:
-        compile(text, str(path), "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
-        raise SaveRefused(
-            f"{kata.id}: not saved: {path.name} has a syntax error at {where}. Fix it in "
-            f"the editor and save again (the file on disk is unchanged).\n\n"
-            f"SyntaxError: {exc.msg}\n    {(exc.text or '').rstrip()}"
-        ) from exc
 
 
 def _changed(kata: Kata, path: Path, root: Path) -> SaveRefused:
@@ -80,12 +65,17 @@ def _changed(kata: Kata, path: Path, root: Path) -> SaveRefused:
 
 def save(kata: Kata, loaded: Loaded, text: str, root: Path = ROOT) -> tuple[Loaded, Path | None]:
     """Write `text` to the stub: (what is now loaded, the backup of the previous version).
-
-    Refused (SaveRefused, the file untouched) when `text` does not parse, or when the file
-    changed on disk since `loaded` was read: reload it first, and redo the edit.
-    """
+    SaveRefused, the file untouched, when `text` does not parse or the file changed."""
     path = kata.stub_path(root)
-    check_syntax(kata, path, text)
+    try:
+        compile(text, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        raise SaveRefused(
+            f"{kata.id}: not saved: {path.name} has a syntax error at {where}. Fix it in "
+            f"the editor and save again (the file on disk is unchanged).\n\n"
+            f"SyntaxError: {exc.msg}\n    {(exc.text or '').rstrip()}"
+        ) from exc
     if changed_on_disk(loaded):
         raise _changed(kata, path, root)
     if text == loaded.text:
@@ -103,4 +93,4 @@ def save(kata: Kata, loaded: Loaded, text: str, root: Path = ROOT) -> tuple[Load
     except BaseException:
         Path(scratch).unlink(missing_ok=True)
         raise
-    return Loaded(kata.id, path, text, digest(data)), backup
+    return Loaded(path, text, digest(data)), backup

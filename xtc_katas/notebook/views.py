@@ -1,20 +1,16 @@
-"""What the notebook shows, as plain HTML/Markdown strings and PNG bytes: no marimo here.
-
-Kept apart from the marimo app (app.py) so that the headless test and the unit tests
-can check the very text the learner reads, and so that the app's cells stay short.
-"""
+"""What the notebook shows, as plain HTML strings and PNG bytes: no marimo here, so the
+app's cells stay short."""
 
 from __future__ import annotations
 
 import html
 import io
 import textwrap
-from pathlib import Path
+import time
 
-from xtc_katas import ROOT
 from xtc_katas.kata import progress
 from xtc_katas.kata.manifest import Kata
-from xtc_katas.notebook.runner import RunResult, TaskVerdict
+from xtc_katas.notebook.runner import KataRun, RunResult, TaskVerdict
 
 #: A coloured badge per state (text, not emoji: a browser without an emoji font shows
 #: emoji as boxes).
@@ -24,17 +20,15 @@ MARK = {
     f'font-size:0.85em">{state}</span>'
     for state, colour in COLOURS.items()
 }
-#: The HTML id/class hooks the browser test finds the verdicts by.
-VERDICT_CLASS = "xtc-verdict"
 #: Messages wrap at the pane's edge instead of running off it.
 WRAPPED = '<pre style="white-space:pre-wrap;overflow-wrap:anywhere">'
 
 
-def task_list(kata: Kata, root: Path = ROOT) -> str:
+def task_list(kata: Kata) -> str:
     """The kata's tasks and their states, from the record `xtc-katas status` reads."""
-    results = progress.read(root)
-    states = progress.task_states(kata, results, root)
-    status = progress.kata_status(kata, results) if root == ROOT else None
+    results = progress.read()
+    states = progress.task_states(kata, results)
+    status = progress.kata_status(kata, results)
     rows = "".join(
         f'<li class="xtc-task" data-task="{t.function}" data-state="{states[t.function]}">'
         f"{MARK[states[t.function]]} <code>{t.function}</code></li>"
@@ -43,23 +37,21 @@ def task_list(kata: Kata, root: Path = ROOT) -> str:
     head = (
         f"<b>{kata.id}</b>: {status.state}, {status.tasks_passed}/{len(kata.tasks)} tasks "
         "passed (as <code>xtc-katas status</code> reads it)"
-        if status
-        else f"<b>{kata.id}</b>"
     )
     return f'<div class="xtc-tasks">{head}<ul>{rows}</ul></div>'
 
 
 def _verdict(task: TaskVerdict) -> str:
     failures = "".join(
-        f'<div class="xtc-failure"><small>{html.escape(f.nodeid)}</small>'
-        f"{WRAPPED}{html.escape(f.message)}</pre></div>"
-        for f in task.failures[:1]
+        f'<div class="xtc-failure"><small>{html.escape(nodeid)}</small>'
+        f"{WRAPPED}{html.escape(message)}</pre></div>"
+        for nodeid, message in task.failures[:1]
     )
     more = len(task.failures) - 1
     if more > 0:
         failures += f"<small>(and {more} more failing test{'s' * (more > 1)})</small>"
     return (
-        f'<div class="{VERDICT_CLASS}" data-task="{task.function}" data-state="{task.state}">'
+        f'<div class="xtc-verdict" data-task="{task.function}" data-state="{task.state}">'
         f"{MARK[task.state]} <code>{task.function}</code>{failures}</div>"
     )
 
@@ -86,14 +78,12 @@ def speed_chart(result: RunResult, kata: Kata, machine_line: str) -> bytes | Non
     figures = result.figures
     if not figures:
         return None
-    # A Figure of its own, drawn by Agg: no pyplot, whose global state (current figure,
-    # backend) the kernel's other cells and threads share.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    # A Figure of its own: no pyplot, whose global state (current figure, backend) the
+    # kernel's other cells and threads share.
     from matplotlib.figure import Figure
 
     backends = sorted({b for _, b, _ in figures})
     fig = Figure(figsize=(max(7.0, 5.2 * len(backends)), 3.6))
-    FigureCanvasAgg(fig)  # the figure draws through it (savefig)
     axes = fig.subplots(1, len(backends), squeeze=False)
     for ax, backend in zip(axes[0], backends, strict=True):
         rows = [(task, f) for task, b, f in figures if b == backend]
@@ -116,7 +106,7 @@ def speed_chart(result: RunResult, kata: Kata, machine_line: str) -> bytes | Non
         ax.margins(x=0.2)  # room for the labels
         ax.plot([], [], color="#c92a2a", lw=2, label="bar (to pass)")
         ax.set_yticks(list(y), names)
-        over = {kata.task(n).baseline if kata.task(n) else "naive" for n in names}
+        over = {t.baseline for t in kata.tasks if t.function in names}
         ax.set_xlabel(f"speedup over {' / '.join(sorted(over))} (higher is better)")
         ax.set_title(backend.upper())
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -128,14 +118,11 @@ def speed_chart(result: RunResult, kata: Kata, machine_line: str) -> bytes | Non
     return out.getvalue()
 
 
-def chart_alt(kata: Kata, machine_line: str) -> str:
-    return f"{kata.id}: your speedups against the reference's and the bar, on {machine_line}"
-
-
-def progress_text(done: int, total: int | None, seconds: float, lines: list[str]) -> str:
-    of = f"/{total}" if total is not None else ""
-    tail = "\n".join(lines[-12:])
+def progress_text(run: KataRun) -> str:
+    of = f"/{run.total}" if run.total is not None else ""
+    seconds = time.time() - run.started
+    tail = "\n".join(run.lines[-12:])
     return (
-        f'<p class="xtc-progress">running: {done}{of} tests done, {seconds:.0f} s</p>'
+        f'<p class="xtc-progress">running: {run.done_tests}{of} tests done, {seconds:.0f} s</p>'
         f"{WRAPPED}{html.escape(tail)}</pre>"
     )
