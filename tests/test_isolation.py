@@ -151,8 +151,8 @@ def _items_then(how):
 
 def _items(how):
     """`_items_then(how)`'s items as a worker streams them (`xtc-katas explore`'s search)."""
-    with isolation.Worker(_items_then, how, iterating=True) as worker:
-        yield from worker.items()
+    with isolation.Worker(int) as worker:
+        yield from worker.iterate(_items_then, how)
 
 
 def test_a_search_streams_its_items_from_the_child():

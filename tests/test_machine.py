@@ -68,7 +68,7 @@ def test_every_compile_of_an_emulated_backend_is_for_the_emulated_isa(monkeypatc
     assert emulating(TvmBackendStandIn) is TvmBackendStandIn
 
 
-# The peak (measure/machine_peak.py, measure/fma_probe.py) and how a % of peak is shown.
+# The peak (measure/machine_peak.py) and how a % of peak is shown.
 
 
 @pytest.fixture
@@ -84,9 +84,9 @@ def host_has_avx512() -> bool:
 
 
 def test_the_probe_reads_a_positive_rate_with_its_chains_intact(native):
-    from xtc_katas.measure import fma_probe
+    from xtc_katas.measure import machine_peak
 
-    reading = fma_probe.measure()  # raises if a chain did not end at 1.0
+    reading = machine_peak.measure()  # raises if a chain did not end at 1.0
     assert reading.fmas_per_s > 1e9, reading
     assert reading.chains >= 8, "2 FMA units x 4 cycles of latency need 8 chains in flight"
     assert reading.fmas_per_s == max(reading.by_width.values())
@@ -94,21 +94,21 @@ def test_the_probe_reads_a_positive_rate_with_its_chains_intact(native):
 
 def test_the_probe_samples_as_long_as_the_kernels_timings():
     # Both are minima over short samples: the same statistic, or kernels read above 100%.
-    from xtc_katas.measure import fma_probe, timing
+    from xtc_katas.measure import machine_peak, timing
 
-    assert fma_probe.SAMPLE_S == timing.SAMPLE_S
+    assert machine_peak.SAMPLE_S == timing.SAMPLE_S
 
 
 def test_the_probes_time_grows_with_its_work_so_nothing_was_folded(native):
     # A compiler that folded the chains would run 4x the iterations in the same time.
     import ctypes
 
-    from xtc_katas.measure import fma_probe
+    from xtc_katas.measure import machine_peak
 
-    probe = fma_probe.compile_probe()
+    probe = machine_peak.compile_probe()
     bits = max(probe.widths)
     function = getattr(probe.library, f"fma_probe_{bits}")
-    out = (ctypes.c_float * (fma_probe.VECTORS[bits][-1] * fma_probe.CHAINS[bits]))()
+    out = (ctypes.c_float * (machine_peak.VECTORS[bits][-1] * machine_peak.CHAINS[bits]))()
 
     def best(iterations: int) -> float:
         return min(function(iterations, 0.5, 0.5, out) for _ in range(30))
@@ -121,10 +121,10 @@ def test_the_probes_time_grows_with_its_work_so_nothing_was_folded(native):
 def test_the_probe_leaves_nothing_in_the_temp_dir(native, tmp_path, monkeypatch):
     import tempfile
 
-    from xtc_katas.measure import fma_probe
+    from xtc_katas.measure import machine_peak
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    fma_probe.compile_probe()
+    machine_peak.compile_probe()
     assert list(tmp_path.iterdir()) == []
 
 
@@ -136,12 +136,12 @@ def test_the_probe_reads_no_lower_than_xtcs_load_limited_probe(native):
     # two alternate, best of 3 each, so that both see the same moments of a shared host.
     from xtc.runtimes.host import HostRuntime
 
-    from xtc_katas.measure import fma_probe
+    from xtc_katas.measure import machine_peak
 
     runtime = HostRuntime.get()
     probe, xtc = [], []
     for _ in range(3):
-        probe.append(fma_probe.measure().fmas_per_s)
+        probe.append(machine_peak.measure().fmas_per_s)
         xtc.append(runtime.evaluate_flops("float32"))
     assert 0.8 * max(xtc) <= max(probe) <= 3 * max(xtc), (
         f"probe {max(probe) / 1e9:.1f} GFMA/s, XTC's evaluate_flops {max(xtc) / 1e9:.1f} "
@@ -150,15 +150,15 @@ def test_the_probe_reads_no_lower_than_xtcs_load_limited_probe(native):
 
 
 def test_an_avx2_emulation_compiles_the_probe_for_avx2(monkeypatch):
-    from xtc_katas.measure import fma_probe
+    from xtc_katas.measure import machine_peak
 
     monkeypatch.setenv(machine.ISA_ENV, "avx2")
-    probe = fma_probe.compile_probe()
+    probe = machine_peak.compile_probe()
     assert "-march=native" not in probe.flags and {"-mavx2", "-mfma"} <= set(probe.flags)
     assert max(probe.widths) == 256, f"compiled widths {probe.widths}"
     if host_has_avx512():
         monkeypatch.delenv(machine.ISA_ENV)
-        assert 512 in fma_probe.compile_probe().widths, "natively, AVX-512 chains"
+        assert 512 in machine_peak.compile_probe().widths, "natively, AVX-512 chains"
 
 
 def test_the_peak_is_the_override_when_one_is_set(monkeypatch):
@@ -178,20 +178,20 @@ def test_the_peak_is_the_override_when_one_is_set(monkeypatch):
 
 
 def test_a_peak_is_probed_again_at_most_twice_and_only_ever_rises(monkeypatch):
-    from xtc_katas.measure import fma_probe, machine_peak, peak_record
+    from xtc_katas.measure import machine_peak
 
     readings = iter([20e9, 19e9, 24e9, 30e9])
     kept = [0.0]
 
-    def best(reading):  # peak_record.best: the highest reading so far
+    def best(reading):  # machine_peak.best_kept: the highest reading so far
         kept[0] = max(kept[0], reading.fmas_per_s)
-        return fma_probe.Reading(kept[0], 256, 12, (), {256: kept[0]})
+        return machine_peak.Reading(kept[0], 256, 12, (), {256: kept[0]})
 
     monkeypatch.delenv(machine_peak.PEAK_ENV, raising=False)
     monkeypatch.setattr(
-        fma_probe, "measure", lambda: fma_probe.Reading(next(readings), 256, 12, (), {})
+        machine_peak, "measure", lambda: machine_peak.Reading(next(readings), 256, 12, (), {})
     )
-    monkeypatch.setattr(peak_record, "best", best)
+    monkeypatch.setattr(machine_peak, "best_kept", best)
     monkeypatch.setattr(machine_peak, "_reprobed", 0)
     machine_peak.probe_reading.cache_clear()
     machine_peak.peak_fmas_per_s.cache_clear()
@@ -249,28 +249,28 @@ def test_a_summary_names_the_peak_only_once_one_was_measured(monkeypatch):
 def test_the_peak_is_the_best_reading_this_cpu_has_shown(tmp_path, monkeypatch):
     # Under a CPU hog the probe read 20.0 GFMA/s where it reads 24.0 quiet (AMD EPYC
     # family 23 model 1), and TVM kernels then read 116-118% "of peak".
-    from xtc_katas.measure import cpu_reading, module_cache, peak_record
-    from xtc_katas.measure.fma_probe import Reading
+    from xtc_katas.measure import module_cache
+    from xtc_katas.measure.machine_peak import Reading, best_kept, key_of
 
     monkeypatch.setenv(module_cache.DIR_ENV, str(tmp_path / "modules"))
-    monkeypatch.setattr(cpu_reading, "identity", lambda: "this cpu")
+    monkeypatch.setattr(machine, "cpu_identity", lambda: "this cpu")
 
     def reading(gfmas):
         return Reading(gfmas * 1e9, 256, 12, ("-march=native",), {256: gfmas * 1e9})
 
-    assert peak_record.best(reading(24.0)).fmas_per_s == 24e9  # the first is kept
-    loaded = peak_record.best(reading(20.0))  # a busy moment: the kept one stands
+    assert best_kept(reading(24.0)).fmas_per_s == 24e9  # the first is kept
+    loaded = best_kept(reading(20.0))  # a busy moment: the kept one stands
     assert (
         loaded.fmas_per_s == 24e9 and loaded.kept and "the best reading kept" in (loaded.describe())
     )
-    assert peak_record.best(reading(25.0)).fmas_per_s == 25e9  # a higher one replaces it
-    assert peak_record.best(reading(20.0)).fmas_per_s == 25e9
+    assert best_kept(reading(25.0)).fmas_per_s == 25e9  # a higher one replaces it
+    assert best_kept(reading(20.0)).fmas_per_s == 25e9
     # Another probe (an emulated ISA's flags) or another CPU keeps its own.
     other = Reading(20e9, 256, 12, ("-march=haswell",), {256: 20e9})
-    assert peak_record.best(other).fmas_per_s == 20e9
-    monkeypatch.setattr(cpu_reading, "identity", lambda: "another cpu")
-    assert peak_record.best(reading(20.0)).fmas_per_s == 20e9
+    assert best_kept(other).fmas_per_s == 20e9
+    monkeypatch.setattr(machine, "cpu_identity", lambda: "another cpu")
+    assert best_kept(reading(20.0)).fmas_per_s == 20e9
     # A damaged file is a reading not kept, never an error.
-    monkeypatch.setattr(cpu_reading, "identity", lambda: "this cpu")
-    peak_record.path_of(peak_record.key_of(reading(20.0))).write_text("{not json")
-    assert peak_record.best(reading(20.0)).fmas_per_s == 20e9
+    monkeypatch.setattr(machine, "cpu_identity", lambda: "this cpu")
+    module_cache.record_path("peak", key_of(reading(20.0))).write_text("{not json")
+    assert best_kept(reading(20.0)).fmas_per_s == 20e9

@@ -163,8 +163,8 @@ if sys.argv[1] == "hit":  # a second process must not build it again
     def refuse(*args):
         raise AssertionError("XTC's host runtime was compiled again")
     runtime._compile_runtime = refuse
-from xtc_katas.measure import isolation, module_cache
-isolation._prepare_host_runtime()
+from xtc_katas.measure import module_cache
+module_cache.host_runtime()
 entries = runtime.resolve_runtime(runtime.RuntimeType.HOST)
 assert "evaluate_perf" in entries, sorted(entries)
 print("host runtime", sorted(module_cache.cache_root().glob("host-runtime/*.so")))

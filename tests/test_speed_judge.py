@@ -191,7 +191,6 @@ def test_a_race_stops_once_settled_and_not_before(learner_s, rounds):
         inputs,
         timing.ROUNDS,
         2,
-        1e-4,
         None,
         speed_judge.settled(None),
     )
@@ -239,7 +238,7 @@ def test_a_race_reads_every_compared_kernel_in_every_round_in_alternation():
 
     modules = {"naive": Logged(0.1), "learner": Logged(0.011), "reference": Logged(0.009)}
     inputs = TUTORIAL.inputs("random", seed=0)
-    timings = timing._time_interleaved(modules, TUTORIAL, inputs, 8, 10, 2e-4, None)
+    timings = timing._time_interleaved(modules, TUTORIAL, inputs, 8, 10, None)
     # Kernel counts evaluate() calls: one for each estimate (two for a call under
     # SLOW_CALL_S: then the best of 5 follows), then, twins, one per sample: the
     # reference's 9 ms gives both Plan(1, 3), 3 samples a round, A B A B A B
@@ -262,9 +261,11 @@ def test_a_race_reads_every_compared_kernel_in_every_round_in_alternation():
 
 
 def test_a_twin_of_several_calls_a_sample_keeps_them_and_a_sample_of_one_drops_the_warm_up():
-    assert timing.twin_evaluation(timing.Plan(1, 3)) == (0, 1)
-    assert timing.twin_evaluation(timing.Plan(0, 3)) == (0, 1)
-    assert timing.twin_evaluation(timing.Plan(4, 10)) == (4, 1)
+    twins = ("learner", "reference")
+    assert timing.evaluation(timing.Plan(1, 3, twins=twins)) == (0, 1)
+    assert timing.evaluation(timing.Plan(0, 3, twins=twins)) == (0, 1)
+    assert timing.evaluation(timing.Plan(4, 10, twins=twins)) == (4, 1)
+    assert timing.evaluation(timing.Plan(4, 10)) == (4, 10), "alone: its samples in one"
 
 
 def test_a_race_holds_each_kernels_library_open_while_it_runs_and_closes_it_after(monkeypatch):
@@ -295,7 +296,7 @@ def test_a_race_holds_each_kernels_library_open_while_it_runs_and_closes_it_afte
     monkeypatch.setattr(timing, "_rounds", lambda *a: inside.append("rounds") or "timings")
     modules = {"learner": Kernel(0.001), "reference": Kernel(0.001)}
     inputs = TUTORIAL.inputs("random", seed=0)
-    assert timing._time_interleaved(modules, TUTORIAL, inputs, 4, 10, 2e-4, None) == "timings"
+    assert timing._time_interleaved(modules, TUTORIAL, inputs, 4, 10, None) == "timings"
     assert inside == ["open", "rounds", "closed"]
 
 
@@ -362,10 +363,10 @@ def test_slow_twins_have_openmps_workers_sleep_between_calls_and_fast_ones_do_no
     monkeypatch.setattr(timing, "_rounds", lambda *a: "timings")
     inputs = TUTORIAL.inputs("random", seed=0)
     slow = {"naive": Kernel(0.1), "learner": Kernel(0.011), "reference": Kernel(0.010)}
-    timing._time_interleaved(slow, TUTORIAL, inputs, 4, 10, 2e-4, None)
+    timing._time_interleaved(slow, TUTORIAL, inputs, 4, 10, None)
     assert told == [1]
     fast = {"naive": Kernel(0.1), "learner": Kernel(0.0011), "reference": Kernel(0.001)}
-    timing._time_interleaved(fast, TUTORIAL, inputs, 4, 10, 2e-4, None)
+    timing._time_interleaved(fast, TUTORIAL, inputs, 4, 10, None)
     assert told == [1], "a fast kernel's calls would each pay a worker's wake-up"
 
 
@@ -493,7 +494,7 @@ def test_a_race_whose_tvm_workers_spun_runs_again_in_a_child_that_has_them_sleep
     )
     kernels = {"naive": Kernel(0.1), "learner": Kernel(0.003), "reference": Kernel(0.003)}
     inputs = TUTORIAL.inputs("random", seed=0)
-    first = timing._time_interleaved(kernels, TUTORIAL, inputs, 4, 10, 2e-4, None)
+    first = timing._time_interleaved(kernels, TUTORIAL, inputs, 4, 10, None)
     assert isinstance(first, timing.TvmWorkersSpun), first
     assert set(first.estimates) == set(kernels)
     calls_before = {name: kernel.calls for name, kernel in kernels.items()}
@@ -503,7 +504,6 @@ def test_a_race_whose_tvm_workers_spun_runs_again_in_a_child_that_has_them_sleep
         inputs,
         4,
         10,
-        2e-4,
         None,
         None,
         timing.ROUND_S,

@@ -23,7 +23,7 @@ from xtc_katas.kata.manifest import Kata, Task, find, katas
 from xtc_katas.kata.progress import BestFigure, KataStatus, kata_status
 from xtc_katas.kata.run_lock import RunBusy, run_lock
 from xtc_katas.kata.run_lock import holder as run_lock_holder
-from xtc_katas.measure import cpu_reading
+from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS
 from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
 
@@ -417,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     os.chdir(ROOT)
-    cpu_reading.remember()  # XTC reads the CPU at every TVM compile: 1.3 s each time
+    machine.remember_cpu_reading()  # XTC reads the CPU at every TVM compile: 1.3 s each time
     args = build_parser().parse_args(argv)
     if args.command is None:
         args = build_parser().parse_args(["status", *(argv or [])])

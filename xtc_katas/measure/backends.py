@@ -1,7 +1,5 @@
-"""The two code generators, by name, imported only when a test needs them.
-
-Importing XTC's MLIR backend costs ~0.5 s and TVM's ~1.3 s: the red run of an untouched
-kata must not pay for them, so nothing here imports XTC at module level.
+"""The two code generators, by name, imported only when a test needs them: importing XTC's
+backends takes seconds, which the red run of an untouched kata must not pay.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from xtc_katas.measure import cpu_reading, machine
+from xtc_katas.measure import machine
 
 BACKENDS = ("mlir", "tvm")
 
@@ -24,7 +22,7 @@ class KataBackend:
 
     @property
     def Backend(self) -> Any:
-        cpu_reading.remember()  # XTC reads the CPU at every TVM compile: 1.3 s each time
+        machine.remember_cpu_reading()  # XTC reads the CPU at every TVM compile
         set_thread_defaults()
         if self.name == "mlir":
             from xtc.backends.mlir import Backend
@@ -40,11 +38,8 @@ class KataBackend:
 
 @functools.cache
 def emulating(backend_class: Any) -> Any:
-    """The Backend class itself, or, under XTC_KATAS_ISA, one that compiles for that ISA.
-
-    Every compile goes through it: the harness's, the solutions', and a learner's search
-    that was handed this class, so an emulated run is an AVX2 machine's end to end.
-    """
+    """The Backend class itself, or, under XTC_KATAS_ISA, one that compiles for that ISA:
+    every compile goes through it, a learner's search included."""
     options = machine.compiler_options(backend_class)
     if not options:
         return backend_class
@@ -60,21 +55,12 @@ def emulating(backend_class: Any) -> Any:
     return EmulatedBackend
 
 
-def set_thread_defaults(threads: int | None = None) -> None:
-    """Let parallel kernels use every core unless the user chose otherwise.
-
-    TVM's runtime defaults to hardware_concurrency/2 threads (ONE on a 2-vCPU machine) and
-    reads TVM_NUM_THREADS once, when the first parallel kernel runs; MLIR's OpenMP reads
-    OMP_NUM_THREADS. Set both before any kernel runs, never overriding the user.
-
-    TVM also pins its threads to cores by default (the main thread to core 0). On a shared
-    machine that ties a worker to a core another process may be keeping busy. TVM's
-    parallel reference of kata 04 (128x256x512), timed side by side with naive: pinned,
-    97x to 114x naive in 10 quiet runs, and 56x in one of 20 runs under a CPU hog;
-    unpinned, 112x to 114x in the same two series. So TVM_BIND_THREADS=0 unless the
-    user set it.
-    """
-    threads = threads or os.cpu_count() or 1
+def set_thread_defaults() -> None:
+    """Let parallel kernels use every core, unless the user chose otherwise, before any
+    kernel runs (both runtimes read it once): TVM defaults to half of them (ONE on 2
+    vCPUs), and to pinning its threads, which ties one to a core another process may be
+    keeping busy."""
+    threads = os.cpu_count() or 1
     os.environ.setdefault("TVM_NUM_THREADS", str(threads))
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     os.environ.setdefault("TVM_BIND_THREADS", "0")

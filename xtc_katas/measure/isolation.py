@@ -1,24 +1,19 @@
 """Run code in a forked child, so that a crash, a hang or a tampering fails one test, never
 the session or the judge.
 
-Two things run in children: compiled kernels (a schedule can compile into a kernel that
-segfaults, aborts or never returns) and the learner's own code (checks/learner.py: it
-may do all of that, and may rebind whatever it can reach). A child made with fork()
-inherits the loaded modules and the arguments at no copy cost; what comes back is
-pickled, and the parent unpickles only plain data (PlainUnpickler): values, numpy arrays,
-and classes of Python, numpy, XTC and the harness, never a function or class the child
-defined. A child killed by a signal becomes `KernelCrashed`, one that outlives its time
-limit is killed and becomes `KernelTimedOut`.
-
-Fork is safe because the parent never runs a kernel: the runtimes' thread pools (TVM's,
-OpenMP's) only start in children. OpenBLAS re-initialises its threads after fork.
+Compiled kernels run there (a schedule can make one that segfaults or never returns), and
+so does the learner's own code (checks/learner.py), which may also rebind whatever it
+reaches. A forked child inherits the loaded modules and the arguments; what comes back is
+pickled, and the parent unpickles only plain data (PlainUnpickler), never a function or
+class the child defined. Fork is safe because the parent never runs a kernel: the
+runtimes' thread pools only start in children, and OpenBLAS re-initialises its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import faulthandler
-import functools
 import io
 import multiprocessing
 import os
@@ -26,7 +21,6 @@ import pickle
 import signal
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from xtc_katas.kata.failures import KataFailure
@@ -49,8 +43,7 @@ class KernelTimedOut(KataFailure):
 
 
 class NotPlainData(KataFailure):
-    """The child sent back something that is not plain data (a class or function of its
-    own, a callable the harness will not run)."""
+    """The child sent back something not plain data (a class or function of its own)."""
 
 
 #: Packages whose classes may come back from a child: they are the harness's, Python's,
@@ -103,9 +96,8 @@ def plain_loads(data: bytes) -> Any:
 
 
 def _sendable(exc: BaseException) -> BaseException:
-    """The exception to send back: itself with its traceback as a note (a pickled
-    exception loses its frames), or its text when it would not come back as plain data
-    (a class of the learner's own, sys.exit's SystemExit)."""
+    """The exception to send back: itself with its traceback as a note (a pickled one loses
+    its frames); a verdict for sys.exit; its text if it is not plain data."""
     text = "".join(traceback.format_exception(exc)).rstrip()
     if isinstance(exc, SystemExit):
         return KataFailure(f"the code called sys.exit({exc.code!r}), which ends nothing here")
@@ -124,9 +116,8 @@ _PARENT: list[Any] = []
 
 
 def ask(question: Any) -> Any:
-    """In a worker: ask the parent (the `answer` of the call running) and wait for its
-    answer. Kata 12's race asks this way for the values of the samples an optimizer
-    suggests, which only the parent can compute."""
+    """In a worker: ask the parent (Worker.step's `answer`) and wait for the answer (kata
+    12's race asks for the values only the parent can compute)."""
     connection = _PARENT[0]
     connection.send(("ask", question))
     return connection.recv()
@@ -136,11 +127,9 @@ def _serve(connection: Any, request: tuple) -> None:
     """The child's life: the first request, then each one the parent sends, until it sends
     None. A request is (function, args, kwargs, iterating); every answer is ("ok", value),
     ("item", value) ... ("done", None), or ("error", exception)."""
-    # pytest's faulthandler, inherited through fork, would print a Python stack dump
-    # over the report; the parent turns the signal into one readable line instead.
+    # The parent says a crash in one line: no stack dump from pytest's faulthandler.
     faulthandler.disable()
-    # A worker runs kernels in children of its own (numerics.run): it dies with its
-    # parent (daemon), its children with it.
+    # A worker may start children of its own (numerics.run), which die with it.
     multiprocessing.current_process().daemon = False
     _PARENT[:] = [connection]
     # Killed with its parent: its end of the pipe may stay open in a sibling's copy.
@@ -171,26 +160,11 @@ def _serve(connection: Any, request: tuple) -> None:
         connection.close()
 
 
-@functools.cache
-def _prepare_host_runtime() -> None:
-    """Build XTC's host runtime once, in the parent, before any fork: XTC compiles it with
-    gcc (~0.6 s) the first time a process passes arrays to a kernel; every child then
-    inherits it, and the module cache keeps it for the next process. Building it runs no
-    kernel: fork stays safe."""
-    from xtc.runtimes.host.runtime import RuntimeType, resolve_runtime
-
-    module_cache.host_runtime()
-    resolve_runtime(RuntimeType.HOST)
-
-
 class Worker:
-    """A forked child that runs `first(*args)` (its arguments inherited, not pickled),
-    then the calls it is sent, one at a time, until closed; each answer is plain data.
-
-    `self.first` is what `first` returned (with `iterating`, read its items with
-    `items()`). `what` names what runs there in a crash's or a hang's message ("the
-    compiled kernel", "09_fusion › schedule_fused()"); `time_limit_s` bounds each wait.
-    """
+    """A forked child that runs `first(*args)` (arguments inherited, not pickled; its result
+    in `self.first`), then each call it is sent, until closed; each answer is plain data.
+    `what` names what runs there in a crash's or a hang's message; `time_limit_s` bounds
+    each wait."""
 
     def __init__(
         self,
@@ -198,37 +172,26 @@ class Worker:
         *args: Any,
         what: str = "the compiled kernel",
         time_limit_s: float | None = None,
-        iterating: bool = False,
     ) -> None:
         self.what = what
         self.limit = TIME_LIMIT_S if time_limit_s is None else time_limit_s
-        _prepare_host_runtime()
+        module_cache.host_runtime()
         context = multiprocessing.get_context("fork")
         self.connection, child = context.Pipe()
-        request = (first, args, {}, iterating)
+        request = (first, args, {}, False)
         self.process = context.Process(target=_serve, args=(child, request), daemon=True)
         self.process.start()
         child.close()
-        self.first = None if iterating else self._receive()
+        self.first = self._receive()[1]
 
     @property
     def alive(self) -> bool:
         return self.process.is_alive()
 
-    def call(
-        self,
-        function: Callable[..., T],
-        *args: Any,
-        answer: Callable[[Any], Any] | None = None,
-        **kwargs: Any,
-    ) -> T:
-        """`function(*args, **kwargs)` in the child (all three pickled to it); `answer`
-        answers what it asks (`ask`)."""
+    def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`function(*args, **kwargs)` in the child (all three pickled to it)."""
         self.submit(function, *args, **kwargs)
-        while True:
-            done, value = self.step(answer)
-            if done:
-                return value
+        return self.step()[1]
 
     def submit(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         """Start `function(*args, **kwargs)` in the child; `step` reads its progress."""
@@ -237,24 +200,21 @@ class Worker:
     def step(self, answer: Callable[[Any], Any] | None = None) -> tuple[bool, Any]:
         """Read the child's next message: (True, the result) when the call is done; a
         question it asks is answered with `answer` and gives (False, None)."""
-        value = self._receive()
-        if isinstance(value, _Asked):
-            if answer is None:
-                raise KataFailure(f"{self.what} asked a question nobody answers")
-            self.connection.send(answer(value.question))
-            return False, None
-        return True, value
+        status, value = self._receive()
+        if status != "ask":
+            return True, value
+        if answer is None:
+            raise KataFailure(f"{self.what} asked a question nobody answers")
+        self.connection.send(answer(value))
+        return False, None
 
     def iterate(self, function: Callable[..., Any], *args: Any) -> Iterator[Any]:
         """Each item of `function(*args)` in the child, as it arrives."""
         self.connection.send((function, args, {}, True))
-        return self.items()
+        return (value for _, value in iter(self._receive, ("done", None)))
 
-    def items(self) -> Iterator[Any]:
-        while (item := self._receive()) is not _DONE:
-            yield item
-
-    def _receive(self) -> Any:
+    def _receive(self) -> tuple[str, Any]:
+        """The child's next (status, value): "ok", "item", "done" or "ask"."""
         try:
             if not self.connection.poll(self.limit):
                 self.close(kill=True)
@@ -286,19 +246,14 @@ class Worker:
             )
         if status == "error":
             raise value
-        if status == "ask":
-            return _Asked(value)
-        return _DONE if status == "done" else value
+        return status, value
 
     def close(self, kill: bool = False) -> None:
         if self.process.is_alive():
-            try:
-                if kill:
-                    raise BrokenPipeError
-                self.connection.send(None)
-                self.process.join(timeout=5)
-            except (BrokenPipeError, OSError):
-                pass
+            if not kill:
+                with contextlib.suppress(OSError):  # a pipe the child already closed
+                    self.connection.send(None)
+                    self.process.join(timeout=5)
             if self.process.is_alive():
                 self.process.kill()
         self.process.join()
@@ -309,14 +264,6 @@ class Worker:
 
     def __exit__(self, *exc: object) -> None:
         self.close(kill=exc[0] is not None)
-
-
-_DONE = object()
-
-
-@dataclass(frozen=True)
-class _Asked:
-    question: Any
 
 
 def run_isolated(

@@ -1,24 +1,27 @@
-"""Which machine a figure comes from: every speed figure the harness prints names it.
+"""Which machine a figure comes from: every speed figure the harness prints names it, as
+a schedule's speedup differs from one CPU to another.
 
-The same schedule's speedup differs from one CPU to another (docs/xtc-0.3.2-field-notes.md,
-"Figures differ by CPU"), so a figure without its machine means little. `describe()`
-gives the CPU model (as the OS reports it: a virtual machine may show only the vendor's
-product line), the family/model numbers that tell generations apart, the SIMD width the
-kernels are compiled for, the per-core caches and the core count.
+py-cpuinfo's reading of the CPU, which XTC takes at every TVM compile and in
+`xtc.utils.cpu.cpu_info()` (a Python subprocess, over a second a call, kept nowhere), is
+taken once per CPU and kept in the user's cache directory (remember_cpu_reading).
 
-`XTC_KATAS_ISA=avx2` compiles every harness kernel as for an AVX2 machine (8 float32
-lanes, 16 vector registers) on an AVX-512 host, and makes XTC's `cpu_info()` say so:
-`python -m xtc_katas.tools.flakecheck --isa avx2` checks the judgements of an AVX2 machine
-without one; it also runs numpy on OpenBLAS's AVX2 kernel (OPENBLAS_CORETYPE=Haswell,
-OPENBLAS_KERNELS) unless that is set. OpenBLAS reads it when numpy loads, so for a plain
-pytest run under XTC_KATAS_ISA set it in the same command line.
+`XTC_KATAS_ISA=avx2` compiles every harness kernel as for an AVX2 machine on an AVX-512
+host and makes XTC's `cpu_info()` say so (`flakecheck --isa avx2`); numpy runs as there
+under OPENBLAS_CORETYPE=Haswell, set on the command line: OpenBLAS reads it at import.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
 from typing import Any
+
+from xtc_katas.measure import module_cache
 
 ISA_ENV = "XTC_KATAS_ISA"
 #: What an emulated ISA compiles for: TVM's target options (XTC's TVMCompiler maps
@@ -49,10 +52,8 @@ def compiler_options(backend_class: type) -> dict[str, Any]:
 
 
 def emulate_cpu_info() -> None:
-    """Make xtc.utils.cpu.cpu_info() report the emulated ISA's lanes (a no-op without one).
-
-    XTC's strategies, the loop-nest checks and the solutions read the SIMD width there.
-    """
+    """Make xtc.utils.cpu.cpu_info() report the emulated ISA's lanes (a no-op without one):
+    XTC's strategies, the loop-nest checks and the solutions read the SIMD width there."""
     isa = emulated_isa()
     if isa is None:
         return
@@ -71,12 +72,54 @@ def emulate_cpu_info() -> None:
     cpu.cpu_info = cpu_info
 
 
+def cpu_identity() -> str:
+    """What identifies this CPU and py-cpuinfo's reading of it: a compiled module's CPU
+    lines of /proc/cpuinfo, the stepping, the cores and py-cpuinfo's version."""
+    version = f"py-cpuinfo {metadata.version('py-cpuinfo')}"
+    lines = module_cache.cpuinfo_lines((*module_cache.CPU_FIELDS, "stepping"))
+    return "\n".join([platform.machine(), version, str(os.cpu_count()), lines])
+
+
+#: py-cpuinfo's own `get_cpu_info`, kept by remember_cpu_reading().
+PY_CPUINFO: Any = None
+
+
+@functools.cache
+def _cpu_reading() -> dict[str, Any]:
+    key = cpu_identity()
+    info = module_cache.read_record("cpuinfo", key)
+    if info is None:  # none yet, damaged or another CPU's: read the CPU again
+        info = PY_CPUINFO()
+        module_cache.write_record("cpuinfo", key, info)
+    return info
+
+
+def get_cpu_info() -> dict[str, Any]:
+    """py-cpuinfo's `get_cpu_info()`, read once per CPU (a copy: callers may change it)."""
+    return copy.deepcopy(_cpu_reading())
+
+
+def remember_cpu_reading() -> None:
+    """Make `cpuinfo.get_cpu_info` this module's, and `xtc.utils.cpu`'s name for it (bound
+    by `from cpuinfo import get_cpu_info` when XTC is imported, before or after)."""
+    global PY_CPUINFO
+    import cpuinfo
+
+    if cpuinfo.get_cpu_info is get_cpu_info:
+        return
+    PY_CPUINFO = cpuinfo.get_cpu_info
+    cpuinfo.get_cpu_info = get_cpu_info
+    xtc_cpu = sys.modules.get("xtc.utils.cpu")
+    if xtc_cpu is not None:
+        xtc_cpu.get_cpu_info = get_cpu_info
+
+
 @functools.cache
 def describe() -> str:
     """One line: model, family/model, SIMD, per-core L1d and L2, cores."""
-    from cpuinfo import get_cpu_info
+    import cpuinfo
 
-    info = get_cpu_info()
+    info = cpuinfo.get_cpu_info()
     flags = set(info.get("flags", []))
     native = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
     isa = emulated_isa()
@@ -88,41 +131,27 @@ def describe() -> str:
     return ", ".join([model, simd, *per_core, f"{os.cpu_count()} cores"])
 
 
-def cpu_id() -> str:
-    """How the lessons' per-machine tables name a CPU: "family <F> model <M>", CPUID's."""
-    from cpuinfo import get_cpu_info
-
-    info = get_cpu_info()
-    return f"family {info.get('family')} model {info.get('model')}"
-
-
-def calibrated_here(root: Any = None) -> list[str]:
-    """The katas whose calibration page (docs/calibration/NN_name.md) has figures measured
-    on this CPU (its `cpu_id()`): which rows a learner can compare with."""
-    from pathlib import Path
+def calibration_line() -> str:
+    """One line for the performance summary: which katas' pages of docs/calibration/ have
+    figures of this CPU, named as the lessons' tables name it ("family F model M")."""
+    import cpuinfo
 
     from xtc_katas import ROOT
 
-    key = cpu_id()
-    pages = sorted(Path(root or ROOT).glob("docs/calibration/*.md"))
-    return [page.stem for page in pages if key in page.read_text()]
-
-
-def calibration_line() -> str:
-    """One line for the performance summary: where this CPU's figures are, if anywhere."""
-    found = calibrated_here()
+    info = cpuinfo.get_cpu_info()
+    key = f"family {info.get('family')} model {info.get('model')}"
+    pages = sorted((ROOT / "docs" / "calibration").glob("*.md"))
+    found = [page.stem for page in pages if key in page.read_text()]
     if not found:
         return (
-            f"docs/calibration/ has no figures of this CPU ({cpu_id()}) yet: "
+            f"docs/calibration/ has no figures of this CPU ({key}) yet: "
             "python -m xtc_katas.tools.calibration prints them"
         )
-    return f"docs/calibration/ has figures of this CPU ({cpu_id()}) for {', '.join(found)}"
+    return f"docs/calibration/ has figures of this CPU ({key}) for {', '.join(found)}"
 
 
 def _caches() -> list[tuple[str, str]]:
-    """Core 0's data caches below L3, as Linux lists them: [("L1d", "48K"), ("L2", "1024K")]."""
-    from pathlib import Path
-
+    """Core 0's data caches below L3, as Linux lists them: [("L1d", "48 KiB"), ...]."""
     found = []
     for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
         try:

@@ -1,26 +1,193 @@
-"""The machine's single-core float32 peak, measured at most once per process.
+"""The machine's single-core float32 peak, from the harness's register FMA probe, measured
+at most once per process (XTC_KATAS_PEAK_GFMAS, GFMA/s of ONE core, skips it).
 
-The peak every "% of peak" divides by is the harness's register FMA probe
-(fma_probe.py), not XTC's `HostRuntime.evaluate_flops`: XTC's probes load a vector from
-L1 for every FMA and are timed once each, so they read low where two loads per cycle
-are the core's limit, and good kernels then read above 100% of them; the register probe
-is also several times faster to take (docs/timing.md#the-peak-probe). Users who know
-their peak set XTC_KATAS_PEAK_GFMAS (float32 FMA/s of ONE core, in billions) and skip
-the measurement.
-
-XTC's reading stays available (`xtc_peak_fmas_per_s`, `peak_note`): XTC's own
-exploration divides by it, and a learner comparing figures with XTC's should see why
-the two differ. `python -m xtc_katas.measure.machine_peak` prints both, several times.
+The probe runs CHAINS[bits] independent chains `c = c * a + b` on registers, with
+a = b = 0.5 so that every chain stays at 1.0, and an empty `asm` per chain and iteration
+so that the compiler cannot fold them; compiled with the system `cc` for this host (or
+XTC_KATAS_ISA), and timed as the kernels are, the best of short samples: a peak timed
+otherwise would put the kernels above 100%. XTC's `evaluate_flops` loads a vector from L1
+for every FMA and reads low: it is only shown beside (peak_note). Noise only lowers a
+probe's reading, so the best this CPU has shown is kept (best_kept), and a kernel that
+ran faster has the probe run again (reprobe). Why: docs/timing.md#the-peak-probe.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import math
 import os
+import shutil
 import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, replace
 from functools import cache
+from pathlib import Path
 
-from xtc_katas.measure import fma_probe, peak_record
+from xtc_katas.measure import machine, module_cache
+
+#: Vector width (bits) -> (C guard, vector type, intrinsics' prefix, float32 lanes).
+VECTORS = {
+    512: ("defined(__AVX512F__)", "__m512", "_mm512", 16),
+    256: ("defined(__AVX__) && defined(__FMA__)", "__m256", "_mm256", 8),
+    128: ("1", "v4sf", "v4sf", 4),
+}
+#: Independent chains per width: 2 FMA units x 4 cycles of latency need 8 in flight;
+#: 16 of AVX-512's 32 registers, 12 of AVX2's 16 (2 hold a and b).
+CHAINS = {512: 16, 256: 12, 128: 12}
+UNROLL = 4  # chain steps per loop iteration: the loop's own instructions stay negligible
+#: Compiler flags: for this host, or for the ISA the harness emulates (machine.py).
+FLAGS = {None: ["-O2", "-march=native"], "avx2": ["-O2", "-mavx2", "-mfma"]}
+#: The kernels' sample length (timing.SAMPLE_S, kept equal by tests/test_machine.py; not
+#: imported, so that the plugin stays within the layers' depth, tests/test_structure.py).
+SAMPLE_S = 2e-4
+ROUNDS = 5
+SAMPLES = 100  # per round: 500 samples of ~0.2 ms per width, ~0.2 s in all
+PAUSE_S = 0.02  # between rounds: the probe sees several moments, as a race's rounds do
+
+PRELUDE = """\
+#include <stdint.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+/* Keep a chain in a register and make its value unknown to the compiler: no folding. */
+#if defined(__AVX512F__)
+#define KEEP(v) __asm__ volatile("" : "+v"(v))
+#elif defined(__SSE__)
+#define KEEP(v) __asm__ volatile("" : "+x"(v))
+#elif defined(__aarch64__)
+#define KEEP(v) __asm__ volatile("" : "+w"(v))
+#else
+#define KEEP(v) ((void)0)
+#endif
+typedef float v4sf __attribute__((vector_size(16)));
+#define v4sf_set1_ps(x) ((v4sf){(x), (x), (x), (x)})
+#define v4sf_fmadd_ps(c, a, b) ((c) * (a) + (b)) /* an FMA under -ffp-contract=fast */
+#define v4sf_storeu_ps(p, v) __builtin_memcpy((p), &(v), sizeof(v4sf))
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+"""
+
+
+def function_source(bits: int) -> str:
+    """`double fma_probe_<bits>(iterations, a, b, out)`: seconds for `iterations` loops of
+    UNROLL x CHAINS[bits] FMAs; the chains' final values go to `out`."""
+    guard, vec, prefix, lanes = VECTORS[bits]
+    chains = range(CHAINS[bits])
+    start = "\n    ".join(f"{vec} c{n} = {prefix}_set1_ps(a_ + b_);" for n in chains)
+    step = "".join(f"        c{n} = {prefix}_fmadd_ps(c{n}, a, b);\n" for n in chains) * UNROLL
+    keep = " ".join(f"KEEP(c{n});" for n in chains)
+    stores = "\n    ".join(f"{prefix}_storeu_ps(out + {n * lanes}, c{n});" for n in chains)
+    return f"""
+#if {guard}
+double fma_probe_{bits}(int64_t iterations, float a_, float b_, float *out) {{
+    {vec} a = {prefix}_set1_ps(a_), b = {prefix}_set1_ps(b_);
+    {start}
+    double start = now();
+    for (int64_t i = 0; i < iterations; i++) {{
+{step}        {keep}
+    }}
+    double elapsed = now() - start;
+    {stores}
+    return elapsed;
+}}
+#endif
+"""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A loaded probe: the widths the compiler built for the flags it was given."""
+
+    library: ctypes.CDLL
+    flags: tuple[str, ...]
+    widths: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The probe's best rate, and how it was obtained (for the lesson and the reports)."""
+
+    fmas_per_s: float
+    bits: int
+    chains: int
+    flags: tuple[str, ...]
+    by_width: dict[int, float]
+    kept: bool = False  # the best reading kept for this CPU, higher than this process's
+
+    def describe(self) -> str:
+        return (
+            f"register FMA probe: {self.chains} chains of {self.bits}-bit FMAs, "
+            f"cc {' '.join(self.flags)}, best {SAMPLE_S * 1e3:g} ms sample of {ROUNDS * SAMPLES}"
+            + (", the best reading kept for this CPU" if self.kept else "")
+        )
+
+
+def compile_probe() -> Probe:
+    """Compile one function per width (those the flags allow) with `cc` for this host (or
+    the emulated ISA) and load it, from a temporary directory removed before returning
+    (a loaded library stays mapped)."""
+    cc = shutil.which("cc")
+    if cc is None:
+        raise RuntimeError(
+            "the peak probe needs a C compiler `cc` (XTC's runtime needs one too); "
+            "install one, or set XTC_KATAS_PEAK_GFMAS to your single-core GFMA/s"
+        )
+    flags = (*FLAGS[machine.emulated_isa()], "-ffp-contract=fast")
+    with tempfile.TemporaryDirectory(prefix="xtc-katas-fma-probe-") as tmp:
+        src, lib = Path(tmp) / "fma_probe.c", Path(tmp) / "fma_probe.so"
+        src.write_text(PRELUDE + "".join(function_source(bits) for bits in VECTORS))
+        done = subprocess.run(
+            [cc, *flags, "-shared", "-fPIC", "-o", str(lib), str(src)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"cc {' '.join(flags)} failed on the peak probe:\n{done.stderr}")
+        library = ctypes.CDLL(str(lib))
+    widths = tuple(bits for bits in VECTORS if hasattr(library, f"fma_probe_{bits}"))
+    for bits in widths:
+        function = getattr(library, f"fma_probe_{bits}")
+        function.restype = ctypes.c_double
+        function.argtypes = [ctypes.c_int64, ctypes.c_float, ctypes.c_float, ctypes.c_void_p]
+    return Probe(library, flags, widths)
+
+
+def measure_width(probe: Probe, bits: int) -> float:
+    """FMA/s of the `bits`-wide chains: the best sample of ROUNDS x SAMPLES."""
+    function = getattr(probe.library, f"fma_probe_{bits}")
+    lanes, chains = VECTORS[bits][-1], CHAINS[bits]
+    out = (ctypes.c_float * (lanes * chains))()
+    iterations = 64
+    while function(iterations, 0.5, 0.5, out) < SAMPLE_S:  # also wakes the vector units up
+        iterations *= 2
+    best = math.inf
+    for round_ in range(ROUNDS):
+        if round_:
+            time.sleep(PAUSE_S)
+        best = min(best, *(function(iterations, 0.5, 0.5, out) for _ in range(SAMPLES)))
+    if any(value != 1.0 for value in out):  # c = 0.5 c + 0.5 stays at 1.0
+        raise RuntimeError(f"the {bits}-bit peak probe computed {list(out)[:4]}..., not 1.0")
+    return iterations * UNROLL * chains * lanes / best
+
+
+def measure() -> Reading:
+    """The probe's single-core float32 FMA/s: the fastest width this compile allows. On an
+    AVX-512 host the 256-bit chains run too: where 512-bit code lowers the clock, or a
+    core runs a 512-bit FMA as two halves, 256-bit kernels run faster."""
+    probe = compile_probe()
+    widest = [bits for bits in probe.widths if bits >= 256] or list(probe.widths)
+    by_width = {bits: measure_width(probe, bits) for bits in widest}
+    bits = max(by_width, key=by_width.__getitem__)
+    return Reading(by_width[bits], bits, CHAINS[bits], probe.flags, by_width)
+
 
 PEAK_ENV = "XTC_KATAS_PEAK_GFMAS"
 #: Above this relative difference, XTC's reading is worth a line next to the harness's.
@@ -38,12 +205,31 @@ def override() -> float | None:
     return peak
 
 
+def key_of(reading: Reading) -> str:
+    """What a kept reading must match: this CPU and this probe (its width, chains and
+    flags: an emulated ISA is another probe)."""
+    cpu = machine.cpu_identity()
+    return "\n".join([cpu, f"probe {reading.bits}-bit x {reading.chains}", *reading.flags])
+
+
+def best_kept(reading: Reading) -> Reading:
+    """`reading`, or the best kept for this CPU and probe if that is higher; a higher
+    `reading` is kept for the next processes."""
+    key = key_of(reading)
+    kept = module_cache.read_record("peak", key)
+    if not isinstance(kept, (int, float)):
+        kept = 0.0  # none yet, damaged or another CPU's: this reading stands
+    if kept > reading.fmas_per_s:
+        by_width = {**reading.by_width, reading.bits: kept}
+        return replace(reading, fmas_per_s=kept, by_width=by_width, kept=True)
+    module_cache.write_record("peak", key, reading.fmas_per_s)
+    return reading
+
+
 @cache
-def probe_reading() -> fma_probe.Reading:
-    """The register probe's reading, measured once per process (fma_probe.measure), or
-    the best kept for this CPU when that is higher (peak_record.py: noise only lowers a
-    probe's reading)."""
-    return peak_record.best(fma_probe.measure())
+def probe_reading() -> Reading:
+    """The register probe's reading, measured once per process, or the best kept."""
+    return best_kept(measure())
 
 
 #: How many times a process may probe again because a kernel ran faster than the peak.
@@ -52,14 +238,9 @@ _reprobed = 0
 
 
 def reprobe() -> bool:
-    """Probe the peak again, at most REPROBES times per process; True if it rose.
-
-    Called when a kernel ran faster than the peak: the probe saw a slower moment than
-    the kernel's race did, which happens on a busy machine before peak_record holds a
-    quiet reading (docs/timing.md#the-peak-record-and-probing-again). A second reading,
-    taken later, may catch the core as the race did; peak_record keeps the best for the
-    next processes. Never with XTC_KATAS_PEAK_GFMAS: the user's figure stands.
-    """
+    """Probe the peak again, at most REPROBES times per process; True if it rose. Called
+    when a kernel ran faster than the peak: the probe saw a slower moment than the race
+    did. Never with XTC_KATAS_PEAK_GFMAS: the user's figure stands."""
     global _reprobed
     if override() is not None or _reprobed >= REPROBES:
         return False
@@ -78,12 +259,12 @@ def peak_fmas_per_s() -> float:
 
 
 @cache
-def xtc_peak_fmas_per_s(calls: int = 3) -> float:
-    """XTC's `evaluate_flops("float32")`, best of `calls` calls (~1.3 s each)."""
+def xtc_peak_fmas_per_s() -> float:
+    """XTC's `evaluate_flops("float32")`, best of 3 calls (~1.3 s each)."""
     from xtc.runtimes.host import HostRuntime
 
     runtime = HostRuntime.get()
-    return max(runtime.evaluate_flops("float32") for _ in range(calls))
+    return max(runtime.evaluate_flops("float32") for _ in range(3))
 
 
 def peak_source() -> str:
@@ -115,28 +296,23 @@ def peak_note() -> str | None:
     )
 
 
-def summary_lines(compare: bool = True) -> list[str]:
-    """For a summary that showed % of peak: where the peak came from and, with `compare`,
-    XTC's reading when it differs by more than NOTE_ABOVE (its first call costs ~4 s).
-    Nothing when this process measured no peak: a run that never needed one pays nothing.
-    """
+def summary_lines() -> list[str]:
+    """For a summary that showed % of peak: where the peak came from. Nothing when this
+    process measured no peak: a run that never needed one pays nothing."""
     if not peak_fmas_per_s.cache_info().currsize:
         return []
-    note = peak_note() if compare and override() is None else None
-    return [f"peak: {peak_source()}", *([f"  {note}"] if note else [])]
+    return [f"peak: {peak_source()}"]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Both peaks side by side, `--calls` times each, on this machine."""
     from xtc.runtimes.host import HostRuntime
 
-    from xtc_katas.measure import machine
-
     parser = argparse.ArgumentParser(prog="python -m xtc_katas.measure.machine_peak")
     parser.add_argument("--calls", type=int, default=5, help="readings of each probe")
     args = parser.parse_args(argv)
     print(machine.describe())
-    probe = [fma_probe.measure() for _ in range(args.calls)]
+    probe = [measure() for _ in range(args.calls)]
     runtime = HostRuntime.get()
     xtc = [runtime.evaluate_flops("float32") / 1e9 for _ in range(args.calls)]
     for bits in probe[0].by_width:

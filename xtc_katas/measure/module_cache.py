@@ -1,26 +1,13 @@
 """Compiled kernels that do not change between a learner's runs, kept on disk.
 
-Every race compiles the naive schedule and the task's reference (and often the previous
-step's reference) although none of them changes when the learner saves their stub: only
-the learner's kernel does. So those modules are compiled once and kept, per key, in the
-user's cache directory; a race still TIMES every one of them side by side in its own run
-(timing.py): only the compile is saved, never a measurement.
+A race's naive schedule and references, which no edit of the learner's changes, are
+compiled once and kept in the user's cache directory (only the compile is saved, never a
+timing). A cached module must never be stale: its key holds everything the compiled code
+depends on (what was compiled, backend, ISA, CPU, the code generators' versions, a hash
+of the harness's and the solutions' sources). Entries are written aside and renamed in; a
+damaged one is a miss. A hit is loaded from a fresh copy (XTC's dump_file trap).
 
-A cached module must never be a stale one. Its key holds everything the compiled code
-depends on: what was compiled (the naive schedule, or which reference, fused or not), the
-problem, the backend and the ISA it is compiled for, the CPU (`-march=native`: its model
-and flags), the versions of XTC and of its code generators, and a hash of the sources
-that produce the schedule (the harness's package and every solution). A change to any of
-them is a new key, so a miss and a fresh compile. Entries are written to a temporary
-name and renamed into place, so two pytest-xdist workers storing the same key never
-leave half a file; a damaged entry is a miss.
-
-A hit is copied to a fresh path in the test's work dir and loaded from there: XTC's
-reused-dump_file trap (two modules of one path in one process run the same kernel) never
-meets a cached file, since no path is loaded twice.
-
-XTC_KATAS_MODULE_CACHE=0 turns the cache off; XTC_KATAS_CACHE_DIR moves it (default:
-$XDG_CACHE_HOME/xtc-katas/modules, else ~/.cache/xtc-katas/modules).
+XTC_KATAS_MODULE_CACHE=0 turns the cache off; XTC_KATAS_CACHE_DIR moves it.
 """
 
 from __future__ import annotations
@@ -44,7 +31,7 @@ from xtc_katas import ROOT
 
 ENABLED_ENV = "XTC_KATAS_MODULE_CACHE"
 DIR_ENV = "XTC_KATAS_CACHE_DIR"
-#: The distributions whose versions a compiled module depends on.
+#: The distributions whose versions a compiled module depends on (xtc-tools[mlir,tvm]'s).
 COMPILERS = (
     "xtc-tools",
     "apache-tvm",
@@ -76,8 +63,7 @@ def enabled() -> bool:
 
 
 def cache_root() -> Path:
-    """Where compiled modules are kept: $XTC_KATAS_CACHE_DIR, else the user's cache
-    directory's xtc-katas/modules (platformdirs: ~/.cache, or $XDG_CACHE_HOME, on Linux)."""
+    """$XTC_KATAS_CACHE_DIR, else xtc-katas/modules in the user's cache directory."""
     if os.environ.get(DIR_ENV):
         return Path(os.environ[DIR_ENV])
     return Path(platformdirs.user_cache_dir("xtc-katas")) / "modules"
@@ -85,44 +71,29 @@ def cache_root() -> Path:
 
 def versions() -> dict[str, str]:
     """The installed version of every code generator a module depends on."""
-    found = {}
-    for name in COMPILERS:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = "absent"
-    return found
+    return {name: metadata.version(name) for name in COMPILERS}
 
 
 #: The lines of /proc/cpuinfo's first processor that the compiled code depends on.
 CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "flags")
 
 
-def cpuinfo_lines(fields: Iterable[str] = CPU_FIELDS) -> str | None:
-    """Those `fields` of /proc/cpuinfo's first processor, as lines; None without it."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return None
-    first = text.split("\n\n", 1)[0]
+def cpuinfo_lines(fields: Iterable[str]) -> str:
+    """Those `fields` of /proc/cpuinfo's first processor, as lines (the harness needs Linux)."""
+    first = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
     wanted = set(fields)
     return "\n".join(line for line in first.splitlines() if line.split(":", 1)[0].strip() in wanted)
 
 
 def cpu() -> str:
     """The CPU the modules are compiled for (-march=native): vendor, family, model, flags."""
-    lines = cpuinfo_lines()
-    if lines is None:
-        import platform
-
-        return platform.processor() or platform.machine()
-    return lines
+    return cpuinfo_lines(CPU_FIELDS)
 
 
-def source_hash(root: Path, parts: Iterable[str] = SOURCES) -> str:
-    """A hash of every .py file under root/<part>: the code that makes a cached schedule."""
+def source_hash(root: Path) -> str:
+    """A hash of every .py file of SOURCES under `root`: the code that makes a schedule."""
     digest = hashlib.sha256()
-    for part in parts:
+    for part in SOURCES:
         for path in sorted((root / part).rglob("*.py")):
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
@@ -136,8 +107,8 @@ def _platform() -> dict[str, Any]:
 
 
 def fingerprint() -> str:
-    """What every cached module depends on: `_platform()` and the sources as they are now
-    (hashed at each lookup, ~5 ms: a solution edited during a session is a new key)."""
+    """`_platform()` and the sources as they are now (hashed at each lookup: a solution
+    edited during a session is a new key)."""
     return _digest({**_platform(), "sources": source_hash(ROOT)})
 
 
@@ -147,23 +118,24 @@ def _digest(value: Any) -> str:
 
 def record_path(kind: str, key: str) -> Path:
     """Where a small record of `kind` for `key` lives, beside the modules: a reading of
-    this CPU that need not be taken again (cpu_reading.py, peak_record.py)."""
+    this CPU that need not be taken again (machine.py, machine_peak.py)."""
     return cache_root().parent / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
-def read_record(path: Path, key: str) -> Any | None:
-    """The value kept at `path` for `key`; None when there is none, it is damaged, or it
-    is another key's (a hash clash, another CPU)."""
+def read_record(kind: str, key: str) -> Any | None:
+    """The value kept for `key`; None when there is none, it is damaged, or it is another
+    key's (a hash clash)."""
     try:
-        stored = json.loads(path.read_text())
+        stored = json.loads(record_path(kind, key).read_text())
         return stored["value"] if stored.get("key") == key else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def write_record(path: Path, key: str, value: Any) -> None:
-    """Keep `value` for `key` at `path`, atomically (two workers never leave half a
-    file); a read-only home keeps nothing, and the reading is taken again next time."""
+def write_record(kind: str, key: str, value: Any) -> None:
+    """Keep `value` for `key`, atomically (two workers never leave half a file); a
+    read-only home keeps nothing, and the reading is taken again next time."""
+    path = record_path(kind, key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.tmp")
@@ -171,11 +143,6 @@ def write_record(path: Path, key: str, value: Any) -> None:
         partial.replace(path)
     except OSError:
         pass
-
-
-def entry_dir(key: dict[str, Any]) -> Path:
-    """Where the module of `key` (plus this process's fingerprint) lives."""
-    return cache_root() / fingerprint()[:16] / _digest(key)[:32]
 
 
 def load(path: Path, graph: Any, fresh_path: str) -> Any | None:
@@ -194,15 +161,7 @@ def _host_module(meta: dict[str, Any], so: str, graph: Any) -> Any:
     """XTC's HostModule of the library `so`, with the fields `meta` (FIELDS)."""
     from xtc.targets.host.HostModule import HostModule
 
-    fields = dict(meta)
-    return HostModule(
-        fields.pop("name"),
-        fields.pop("payload_name"),
-        so,
-        fields.pop("file_type"),
-        graph,
-        **fields,
-    )
+    return HostModule(file_name=so, graph=graph, **meta)
 
 
 def copied(module: Any, fresh_path: str) -> Any:
@@ -253,7 +212,7 @@ def compile_cached(
     compile that writes `fresh_path`.so) and stored."""
     if not enabled():
         return build()
-    path = entry_dir(key)
+    path = cache_root() / fingerprint()[:16] / _digest(key)[:32]
     cached = load(path, graph, fresh_path)
     if cached is not None:
         return cached
@@ -262,45 +221,29 @@ def compile_cached(
     return module
 
 
+@functools.cache
 def host_runtime() -> None:
-    """Give XTC its C host runtime from the cache, compiled there once per machine.
-
-    XTC 0.3.2 compiles it (six C files, `cc -O2 -march=native`) in every process that
-    runs a kernel, a large share of a learner's one-task run
-    (docs/timing.md#time-a-run-does-not-spend). The library depends on XTC's sources,
-    the CPU and the compiler, so that is its key. It is
-    handed to XTC where XTC keeps its own build (`xtc.runtimes.host.runtime._runtime_libs`,
-    private to XTC 0.3.2, which the pyproject pins); if anything about that differs, XTC
-    builds it itself, as without the cache.
-    """
+    """XTC's C host runtime, loaded once per process before any fork (every child inherits
+    it; loading runs no kernel), and compiled once per machine, where XTC compiles it in
+    every process. It goes where XTC 0.3.2 keeps its own build: that being private, if it
+    differs, XTC builds the runtime itself, as without the cache."""
     import ctypes
+    import subprocess
 
     from xtc.runtimes.host import runtime as xtc_runtime
 
     libs = getattr(xtc_runtime, "_runtime_libs", None)
     compile_runtime = getattr(xtc_runtime, "_compile_runtime", None)
-    host = xtc_runtime.RuntimeType.HOST.value
-    if not enabled() or libs is None or compile_runtime is None or libs[host] is not None:
-        return
-    key = _digest({**_platform(), "compiler": _compiler(), "runtime": "host"})
-    path = cache_root() / "host-runtime" / f"{key[:32]}.so"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
-            built = Path(scratch) / "runtime.so"
-            compile_runtime(str(built), scratch, xtc_runtime.RuntimeType.HOST)
-            os.replace(built, path)  # atomic: a concurrent build replaces it with its twin
-    libs[host] = ctypes.CDLL(str(path))
-
-
-@functools.cache
-def _compiler() -> str:
-    """The C compiler XTC calls (`cc`), as it names itself."""
-    import subprocess
-
-    try:
-        return subprocess.run(
-            ["cc", "--version"], capture_output=True, text=True, check=False
-        ).stdout.splitlines()[0]
-    except (OSError, IndexError):
-        return "unknown"
+    host = xtc_runtime.RuntimeType.HOST
+    if enabled() and libs is not None and compile_runtime and libs[host.value] is None:
+        cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
+        key = _digest({**_platform(), "compiler": cc, "runtime": "host"})
+        path = cache_root() / "host-runtime" / f"{key[:32]}.so"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
+                built = Path(scratch) / "runtime.so"
+                compile_runtime(str(built), scratch, host)
+                os.replace(built, path)  # atomic: a concurrent build replaces it with its twin
+        libs[host.value] = ctypes.CDLL(str(path))
+    xtc_runtime.resolve_runtime(host)

@@ -53,9 +53,7 @@ def mismatch(actual: np.ndarray, problem: Problem, inputs: list[np.ndarray]) -> 
     )
 
 
-def outputs(
-    module: Any, problem: Problem, kinds: tuple[str, ...] = ("random", "edge")
-) -> dict[str, np.ndarray]:
+def outputs(module: Any, problem: Problem, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
     """The module's output on each input set of `kinds` (problem.inputs(kind, seed=n))."""
     return {
         kind: run(module, problem, problem.inputs(kind, seed=seed))

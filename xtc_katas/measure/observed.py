@@ -1,12 +1,9 @@
 """What a learner's code did with the objects the harness handed it, kept as it runs.
 
-A learner's figure (kata 03's `percent_of_peak_of`, the searches of katas 06 and 07) must
-come from timings their code made: timing the kernel again to check it would compare two
-moments of a shared machine. So the harness hands a `Proxy` of the module (or Backend,
-compiler, evaluator, scheduler) that notes what was called and what came back, and checks
-the figure against the very times it was made from (`within_own_times`). All of it runs
-on the learner's side of the process boundary (checks/learner.py): what it notes is the
-learner's own account, which the harness judges, never the harness's state.
+A learner's figure (kata 03's `percent_of_peak_of`, the searches of katas 06 and 07) is
+checked against the very times their code made (`within_own_times`): timing the kernel
+again would compare two moments of a shared machine. So the harness hands their code a
+`Proxy` (of the module, Backend, compiler, evaluator) that notes what it called and got.
 """
 
 from __future__ import annotations

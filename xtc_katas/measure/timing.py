@@ -1,24 +1,11 @@
 """Side-by-side timing: the only kind of performance figure a speed judgement may rest on.
 
-A race times every kernel in each of up to ROUNDS rounds, in a new order each round, and
-keeps each kernel's best time in each round; a speedup is the median over the rounds of
-that round's ratio (Timings.speedup). Two kernels timed in the same rounds see the same
-moments of a shared machine, where an absolute time does not hold from one moment to the
-next.
-
-In a round, each kernel takes up to SAMPLES samples of about SAMPLE_S each (as many calls
-as fit, at least one), through XTC's own evaluator. How each kernel is sampled follows
-from one estimate of its call (plan_samples): kernels within TWINS of each other share one
-plan and alternate their samples (A B A B), each from two placements of its library
-(second_placements), every library held open for the race (held_libraries). A kernel
-whose call lasts SLOW_CALL_S or more takes one call per sample without XTC's warm-up call
-and, without a twin, is timed only every SLOW_EVERY rounds. Slow twins on OpenMP have its
-workers sleep after each call (openmp_workers_sleep_at_once); parallel TVM twins of
-SLEEPING_TVM_WORKERS_CALL_S or more run again in a child whose TVM workers sleep
-(tvm_workers_should_sleep). A race stops after MIN_ROUNDS rounds or more once no further
-round could change its verdict (`settled`, Timings.speedup_range).
-
-Why each piece is there, with the measurements: docs/timing.md.
+Two kernels timed in the same rounds see the same moments of a shared machine, where an
+absolute time does not hold from one moment to the next. So a race times every kernel in
+each of up to ROUNDS rounds, in a new order each round, keeps each kernel's best in each
+round, and reads a speedup as the median over the rounds of that round's ratio. How each
+kernel is sampled, and why each piece is there with the measurements that decided it:
+docs/timing.md.
 """
 
 from __future__ import annotations
@@ -44,61 +31,49 @@ from xtc_katas.kata.problems import Problem, check_arrays
 from xtc_katas.measure import module_cache
 from xtc_katas.measure.isolation import run_isolated
 
-#: Rounds a race runs at most, and samples of a kernel in a round at most
-#: (docs/timing.md#interleaved-rounds).
+#: Rounds a race runs at most, and samples of a kernel in a round at most.
 ROUNDS = 20
 SAMPLES = 10
-#: A sample's length: short enough to fit between two preemptions by another process
-#: (calibrated on an AMD EPYC Zen 4 class, docs/timing.md#short-samples).
+#: A sample's length, as many calls as fit (at least one): short enough to fall between
+#: two preemptions by another process (calibrated on an AMD EPYC Zen 4 class).
 SAMPLE_S = 2e-4
-ROUND_S = 0.025  # the time a kernel's samples may fill in a round (a slow one: SLOW_EVERY's)
-SLOW_CALL_S = 0.01  # from this long a call on, one call per sample and no warm-up
-#: A slow kernel without a twin is timed in one round of this many (its samples then
-#: fill their time): docs/timing.md#slow-kernels-sampled-sparsely.
-SLOW_EVERY = 4
-#: Slow twins up to this long a call take a sample from each of their two placements in
-#: every round (second_placements); longer ones take them by turns, round to round.
+ROUND_S = 0.025  # the time a kernel's samples may fill in a round
+SLOW_CALL_S = 0.01  # from this long a call on, one call per sample and no warm-up call
+SLOW_EVERY = 4  # a slow kernel without a twin is timed in one round of this many
+#: Slow twins up to this long a call sample both their placements in every round.
 BOTH_PLACEMENTS_S = 0.05
 #: Kernels whose one-call estimates are within this factor of each other share one plan.
 TWINS = 3.0
-#: A race whose verdict is settled may stop after this many of its rounds (of ROUNDS):
-#: before more than half of them are done, a median's range is never settled.
+#: A settled race may stop after this many rounds: before more than half of them are
+#: done, a median's range is never settled.
 MIN_ROUNDS = ROUNDS // 2 + 1
-#: For callers that time a few long rounds and read each kernel's best (a search's
-#: ranking, a tuning): samples and round time as the races had before they were split.
+#: For callers that read each kernel's best over a few long rounds, not a verdict (a
+#: search's ranking, a tuning).
 FEW_LONG_ROUNDS = {"samples": 40, "round_s": 0.1}
 
 
 @dataclass
 class Timings:
-    """Each kernel's best time (seconds per call) and every round's best, for reports."""
+    """Each kernel's best time (seconds per call), and its best in every round."""
 
     best: dict[str, float] = field(default_factory=dict)
     rounds: dict[str, list[float]] = field(default_factory=dict)
-    #: The rounds the race was to run: more than len(rounds[...]) while it runs, or when
-    #: it stopped early.
-    planned: int = 0
+    planned: int = 0  # the rounds the race was to run: more than it ran, if it stopped early
 
     def typical(self, name: str) -> float:
-        """The kernel's median over the rounds of its best time in a round: the time the
-        speedups (medians over rounds) stand for, so a % of peak agrees with them."""
+        """The median of the kernel's round bests: the time its speedups stand for, so that
+        a % of peak agrees with them."""
         return statistics.median(self.rounds[name])
 
     def speedup(self, fast: str, slow: str) -> float:
-        """How many times faster `fast` ran than `slow`: the median, over the rounds, of
-        the ratio of their minima in that round.
-
-        A round times every kernel back to back, so its ratio compares them in the same
-        conditions; the median then ignores a round in which one kernel alone found the
-        machine idle, which the ratio of overall minima does not
-        (docs/timing.md#the-median-of-per-round-ratios).
-        """
+        """How many times faster `fast` ran than `slow`: the median over the rounds of the
+        ratio of their bests in that round: unlike a ratio of overall minima, it ignores a
+        round in which one kernel alone found the machine idle."""
         return statistics.median(self._ratios(fast, slow))
 
     def speedup_range(self, fast: str, slow: str) -> tuple[float, float]:
-        """The lowest and highest value `speedup` can take once the planned rounds are
-        all run, whatever the missing rounds bring: the median is monotone in each
-        round's ratio, so the missing ratios at 0, then at infinity, give the bounds."""
+        """The lowest and highest value `speedup` can take once the planned rounds are all
+        run: a median is monotone in each ratio, so the missing ones at 0, then at inf."""
         ratios = self._ratios(fast, slow)
         missing = max(0, self.planned - len(ratios))
         return (
@@ -107,19 +82,14 @@ class Timings:
         )
 
     def _ratios(self, fast: str, slow: str) -> list[float]:
-        return round_ratios(self.rounds[slow], self.rounds[fast])
-
-
-def round_ratios(slow: list[float], fast: list[float]) -> list[float]:
-    """Round by round, the slow side's time over the fast side's: how many times faster."""
-    return [slow_s / fast_s for slow_s, fast_s in zip(slow, fast, strict=True)]
+        pairs = zip(self.rounds[slow], self.rounds[fast], strict=True)
+        return [slow_s / fast_s for slow_s, fast_s in pairs]
 
 
 @dataclass(frozen=True)
 class Bounded:
-    """A view of a running race's Timings whose `speedup` is one end of its range: the
-    low end for the kernels in `low`, the high end for the others. Feeding it to the
-    code that reads Speedups from Timings gives the race's worst or best case."""
+    """A running race's Timings whose `speedup` is one end of its range: the low end for
+    the kernels in `low`, the high end for the others (a corner of the race's outcomes)."""
 
     timings: Timings
     low: frozenset[str]
@@ -129,23 +99,14 @@ class Bounded:
         return low if fast in self.low else high
 
 
-#: pytest-xdist names each of its workers in their environment, and a process a worker
-#: starts (a harness test's repository copy) inherits the name.
-XDIST_WORKER = "PYTEST_XDIST_WORKER"
-
-
 class CoresShared(KataFailure):
     """Kernels were to be timed while pytest-xdist runs other tests on the same cores."""
 
 
 def require_own_cores(what: str) -> None:
-    """Refuse to time `what` under pytest-xdist: the figures would measure the neighbour.
-
-    The plugin leaves the kata's perf tests out under `pytest -n`; this catches the rest,
-    e.g. a test of the harness's own suite that runs a kata's speed races in a repository
-    copy from an xdist worker without being marked perf (tox runs those serially).
-    """
-    worker = os.environ.get(XDIST_WORKER)
+    """Refuse to time `what` under pytest-xdist (a worker, or a process it started): the
+    plugin leaves perf tests out under `pytest -n`, this catches the rest."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         raise CoresShared(
             f"{what} would be timed while pytest-xdist runs other tests beside it (worker "
@@ -160,52 +121,31 @@ def time_side_by_side(
     problem: Problem,
     rounds: int = ROUNDS,
     samples: int = SAMPLES,
-    sample_s: float = SAMPLE_S,
     threads: int | None = None,
     settled: Callable[[Timings], bool] | None = None,
     round_s: float = ROUND_S,
     baselines: Collection[str] = ("naive",),
 ) -> Timings:
-    """Time every module on the same inputs, interleaved, `rounds` times; keep the minima.
-
-    The kernels run in one child process (isolation.py): a crash fails the test only.
-    With `threads`, on exactly that many threads (limit_threads); without, on what the
-    runtimes were told (backends.set_thread_defaults). Never under pytest-xdist
-    (require_own_cores). With `settled`, the race stops after MIN_ROUNDS or more rounds
-    as soon as `settled(timings)` says no further round could change its verdict.
-    """
+    """Time every module on the same inputs, in at most `rounds` interleaved rounds, in a
+    child process (a crash fails the test only); with `threads`, on exactly that many
+    (limit_threads). With `settled`, the race stops after MIN_ROUNDS or more rounds once
+    `settled(timings)` says no further round could change its verdict."""
     require_own_cores(f"{', '.join(modules)} on {problem.label}")
     inputs = problem.inputs("random", seed=0)
     check_arrays(inputs, problem.input_shapes, problem.dtype)
-    race = (
-        modules,
-        problem,
-        inputs,
-        rounds,
-        samples,
-        sample_s,
-        threads,
-        settled,
-        round_s,
-        baselines,
-    )
-    timings = run_isolated(_time_interleaved, *race, what="a kernel timed side by side")
+    race = (modules, problem, inputs, rounds, samples, threads, settled, round_s, baselines)
+    what = "a kernel timed side by side"
+    timings = run_isolated(_time_interleaved, *race, what=what)
     if isinstance(timings, TvmWorkersSpun):  # again, in a child whose TVM workers sleep
-        timings = run_isolated(
-            _time_interleaved, *race, timings.estimates, what="a kernel timed side by side"
-        )
+        timings = run_isolated(_time_interleaved, *race, timings.estimates, what=what)
     assert isinstance(timings, Timings), "a child with TVM's workers asleep asked again"
     return timings
 
 
 def shared_buffers(inputs: list[np.ndarray], out: np.ndarray) -> tuple[list[Any], list[Any]]:
-    """XTC's own arrays, made once and handed to every kernel of a race.
-
-    Given numpy arrays, XTC's evaluator copies them into fresh buffers at every
-    `evaluate()` (`ensure_ndarray_parameters`, `xtc/utils/evaluation.py`); given its own
-    NDArrays, it uses them as they are. Shared buffers take one difference out of a race:
-    every kernel reads and writes the same memory (docs/timing.md#shared-buffers).
-    """
+    """XTC's own arrays, made once for every kernel of a race: given numpy arrays, XTC's
+    evaluator copies them into fresh buffers at every evaluate(); given its NDArrays, it
+    uses them as they are, and every kernel reads and writes the same memory."""
     from xtc.runtimes.types.ndarray import NDArray
 
     return [NDArray(x) for x in inputs], [NDArray(out)]
@@ -220,9 +160,7 @@ def _evaluate(evaluator: Any, name: str) -> list[float]:
 
 def fastest_call(module: Any, name: str, **options: Any) -> float:
     """Seconds of the fastest call of XTC's evaluator made with `options`, as a learner's
-    code calls it (the hints' way): the like-for-like reading a learner's figure is
-    compared with when it reads lower than the harness's short samples
-    (docs/timing.md#searches-the-learners-own-times)."""
+    code calls it: what a learner's figure that reads below the harness's is compared with."""
     return min(_evaluate(module.get_evaluator(**options), name))
 
 
@@ -230,9 +168,8 @@ def fastest_call(module: Any, name: str, **options: Any) -> float:
 class Plan:
     """How a race times one kernel: `number` calls per sample (0: one call without XTC's
     warm-up call) and `repeat` samples, every `every` rounds (between them its last
-    reading stands), its samples alternating with those of its `twins` (the kernels of
-    its group, itself included). A kernel alone in its group is one XTC evaluator of that
-    `number` and `repeat`; twins are one evaluate() per sample (twin_evaluation)."""
+    reading stands), its samples alternating with those of its `twins` (its group,
+    itself included) one evaluate() each; a kernel alone takes them in one evaluate()."""
 
     number: int
     repeat: int
@@ -241,47 +178,35 @@ class Plan:
 
     @property
     def alternates(self) -> bool:
-        """Whether this kernel's samples alternate with a twin's (one evaluate() each)."""
         return len(self.twins) > 1
 
 
 def plan_samples(
     estimates: dict[str, float],
     samples: int = SAMPLES,
-    sample_s: float = SAMPLE_S,
     round_s: float = ROUND_S,
     baselines: Collection[str] = ("naive",),
 ) -> dict[str, Plan]:
     """Each kernel's Plan, from `estimates` (seconds of one call, read once at the start).
 
-    Kernels whose estimates lie within TWINS of each other (baselines aside) are timed
-    with one plan, the fastest one's: two kernels a verdict compares (the learner's and
-    the reference's) get the same number of samples of the same length in every round,
-    whatever noise their estimates read (docs/timing.md#sample-plans-and-twins).
-    Baselines are planned alone.
-
-    A kernel whose calls last SLOW_CALL_S or more is timed one call per sample, without
-    XTC's warm-up call, and only every SLOW_EVERY rounds (with that many rounds' samples)
-    when it is a baseline or alone in its group: the baseline divides every other
-    kernel's time in a round, so its sparser readings move every speedup together; a
-    kernel alone is at least TWINS times slower or faster than every other, far from any
-    bar a race judges (docs/timing.md#slow-kernels-sampled-sparsely). Slow twins are timed
-    in every round.
+    Kernels within TWINS of each other (baselines aside) share one plan, the fastest's:
+    the two a verdict compares get the same samples in every round, whatever noise their
+    estimates read. A kernel of SLOW_CALL_S or more a call is timed one call per sample
+    without XTC's warm-up call and, if it is a baseline or alone in its group, only every
+    SLOW_EVERY rounds: a baseline's sparser readings move every speedup together, and a
+    kernel alone is far from any bar a race judges.
     """
     plans: dict[str, Plan] = {}
-
-    def sparse(seconds: float) -> Plan:
-        fit = int(SLOW_EVERY * round_s / seconds)
-        return Plan(0, max(1, min(samples, fit)), SLOW_EVERY)
 
     def plan(group: list[str]) -> None:
         fastest = estimates[group[0]]
         if fastest < SLOW_CALL_S:
-            number = max(1, round(sample_s / fastest))
+            number = max(1, round(SAMPLE_S / fastest))
             repeat = max(3, min(samples, int(round_s / (number * fastest))))
             chosen = Plan(number, repeat)
-        elif len(group) == 1:
-            chosen = sparse(fastest)
+        elif len(group) == 1:  # its samples fill SLOW_EVERY rounds' time
+            fit = int(SLOW_EVERY * round_s / fastest)
+            chosen = Plan(0, max(1, min(samples, fit)), SLOW_EVERY)
         else:  # one sample from each of its two placements at least, if calls are short
             least = 2 if fastest < BOTH_PLACEMENTS_S else 1
             chosen = Plan(0, max(least, min(samples, int(round_s / fastest))))
@@ -302,23 +227,16 @@ def plan_samples(
 
 
 def library_of(module: Any) -> str | None:
-    """The shared library a compiled module runs from; None for anything else (a test's
-    fake kernel has no file)."""
+    """The shared library a compiled module runs from; None for anything else (a fake)."""
     file_name = getattr(module, "file_name", None)
     return file_name if file_name and getattr(module, "file_type", "shlib") == "shlib" else None
 
 
 @contextlib.contextmanager
 def held_libraries(modules: Iterable[Any]) -> Iterator[list[ctypes.CDLL]]:
-    """Each compiled module's shared library, opened once more while the race runs.
-
-    XTC's evaluator opens the module's library at every evaluate() and closes it after
-    (xtc/targets/host/HostEvaluator.py): the last close unloads it, and the next
-    evaluate() maps it again, so its first call pays page faults and symbol binding.
-    Alternating samples are one evaluate() each: held open (the same path, so the same
-    handle: dlopen counts references), a library stays mapped and a sample times the
-    kernel, not its loading. Closed after the race, so that a later compile to the same
-    path in this process is loaded afresh (the field notes' dump_file trap).
+    """Each compiled module's shared library, opened once more while the race runs: XTC's
+    evaluator loads and unloads it at every evaluate(), which a sample would time. Closed
+    after, so that a later compile to the same path is loaded afresh (the dump_file trap).
     """
     libraries = [library_of(module) for module in modules]
     held = [ctypes.CDLL(str(Path(library).absolute())) for library in libraries if library]
@@ -329,11 +247,13 @@ def held_libraries(modules: Iterable[Any]) -> Iterator[list[ctypes.CDLL]]:
             _ctypes.dlclose(library._handle)
 
 
-def twin_evaluation(plan: Plan) -> tuple[int, int]:
-    """XTC's evaluator (number, repeat) for ONE sample of a twin: number 1 becomes 0, one
-    call without XTC's warm-up call (with it, each sample would cost two calls); from 2
-    calls a sample on, each evaluate() makes its own warm-up call (at most 1.5x the calls
-    a round budgets, at number 2, and a sample then follows a warm call, as in blocks)."""
+def evaluation(plan: Plan) -> tuple[int, int]:
+    """XTC's evaluator (number, repeat) for one evaluate(): all of a kernel's samples when
+    it is alone, ONE sample of a twin. A twin's one call is number 0, no warm-up call
+    (which would double its cost); from 2 calls on, each evaluate() makes its own, and a
+    sample follows a warm call, as in a block."""
+    if not plan.alternates:
+        return plan.number, plan.repeat
     return (plan.number if plan.number > 1 else 0), 1
 
 
@@ -343,7 +263,6 @@ def _time_interleaved(
     inputs: list[np.ndarray],
     rounds: int,
     samples: int,
-    sample_s: float,
     threads: int | None,
     settled: Callable[[Timings], bool] | None = None,
     round_s: float = ROUND_S,
@@ -372,19 +291,12 @@ def _time_interleaved(
         if one_call < SLOW_CALL_S:  # a short call: its time is the best of 5
             one_call = max(min(_evaluate(evaluator(module, 1, 5), name)), 1e-9)
         estimates[name] = one_call
-    plans = plan_samples(estimates, samples, sample_s, round_s, baselines)
+    plans = plan_samples(estimates, samples, round_s, baselines)
     if tvm_workers_should_sleep(estimates, plans, threads_before):
         return TvmWorkersSpun(estimates)
-    # A kernel alone in its group: its samples in one evaluate(), from its one placement.
-    # Twins: one sample per evaluate(), in alternation, from two placements by turns.
     placements = second_placements(modules, plans)
     evaluators = {
-        name: [
-            evaluator(module, *twin_evaluation(plans[name]))
-            if plans[name].alternates
-            else evaluator(module, plans[name].number, plans[name].repeat)
-            for module in placements[name]
-        ]
+        name: [evaluator(module, *evaluation(plans[name])) for module in placements[name]]
         for name in modules
     }
     if any(plan.alternates and plan.number == 0 for plan in plans.values()):
@@ -394,15 +306,10 @@ def _time_interleaved(
 
 
 def second_placements(modules: dict[str, Any], plans: dict[str, Plan]) -> dict[str, list[Any]]:
-    """Each kernel's placements: itself, and for twins a copy of its library too, which
-    this process maps at another address; a twin's samples take the two by turns.
-
-    The same kernel can run slower at one address than at another, in every race of a
-    process (race children fork from one parent, so a module lands at the same address
-    in each): docs/timing.md#second-placements. With two placements each, a round's best
-    of a twin comes from the faster. A module without a library file (a test's fake) is
-    its own second placement.
-    """
+    """Each kernel's placements: itself and, for a twin, a copy of its library, which this
+    process maps at another address (a fake without a file is its own copy). The same
+    kernel can run slower at one address than at another in every race of a process: a
+    twin's samples take the two by turns, and a round keeps the faster."""
     placements = {}
     for name, module in modules.items():
         placements[name] = [module]
@@ -419,20 +326,12 @@ LIBOMP = "libomp.so.5"
 
 
 def openmp_workers_sleep_at_once() -> bool:
-    """Tell LLVM's OpenMP runtime, if a kernel of this process loaded it, to put its
-    workers to sleep as soon as a parallel region ends (kmp_set_blocktime(0)).
-
-    By default an OpenMP worker spins for 200 ms (KMP_BLOCKTIME) after each parallel
-    region, waiting for the next. When another process keeps the worker's core busy, the
-    spinning worker and that process share the core by turns, and a slow parallel call
-    starts in whichever turn it finds. A sleeping worker is woken by the next region, and
-    the scheduler gives a thread that slept its core back at once. Only for slow twins:
-    each wake-up costs a fast kernel more than its turns do
-    (docs/timing.md#sleeping-openmp-workers). Returns whether the runtime was there to
-    tell.
-    """
+    """Have LLVM's OpenMP runtime, if a kernel of this process loaded it, put its workers
+    to sleep as soon as a parallel region ends (True if it was there to tell). A worker
+    spinning after a region shares by turns a core another process keeps busy, and a slow
+    call starts late; a fast kernel pays more for the wake-ups: slow twins only."""
     libomp = loaded_openmp()
-    if libomp is None:  # no kernel of this race uses OpenMP
+    if libomp is None:
         return False
     libomp.kmp_set_blocktime(0)
     return True
@@ -446,12 +345,11 @@ def loaded_openmp() -> ctypes.CDLL | None:
         return None
 
 
-#: TVM's workers spin this many times for the next task before they sleep (default 300000
-#: in apache-tvm 0.26, XTC 0.3.2's). TVM reads it once per process, when its first worker
-#: starts (a function-static in ThreadPool::RunWorker).
+#: TVM's workers spin this many times for the next task before they sleep. TVM reads it
+#: once per process, when its first worker starts.
 TVM_SPIN_ENV = "TVM_THREAD_POOL_SPIN_COUNT"
-#: Parallel TVM twins whose call lasts this long or more are raced with TVM's workers
-#: asleep between tasks: their wake-up is then a small share of a call.
+#: Parallel TVM twins of this long a call or more are raced with TVM's workers asleep
+#: between tasks: a wake-up is then a small share of a call.
 SLEEPING_TVM_WORKERS_CALL_S = 1e-3
 
 
@@ -471,17 +369,10 @@ def threads_running() -> int:
 def tvm_workers_should_sleep(
     estimates: dict[str, float], plans: dict[str, Plan], threads_before: int
 ) -> bool:
-    """Whether this child's TVM workers should have slept: twins of
-    SLEEPING_TVM_WORKERS_CALL_S or more a call, and threads started since the process had
-    `threads_before` (its estimates ran a parallel kernel), none of them OpenMP's.
-
-    TVM's workers spin between tasks, as OpenMP's do (openmp_workers_sleep_at_once), and
-    under a CPU hog a spinning worker shares its core with the hog by turns; a fast
-    kernel loses more to the wake-up than to the turns
-    (docs/timing.md#sleeping-tvm-workers-and-the-restart). TVM's runtime does not use
-    OpenMP, so threads started by the estimates without libomp loaded are TVM's workers
-    (a race is of one backend: libomp, once loaded, stays). A user's own
-    TVM_THREAD_POOL_SPIN_COUNT is left as it is.
+    """Whether this child's TVM workers should have slept, as OpenMP's do
+    (openmp_workers_sleep_at_once): twins of SLEEPING_TVM_WORKERS_CALL_S or more a call,
+    and threads started since the process had `threads_before` without libomp loaded
+    (TVM's, as a race is of one backend). A user's own spin count is left as it is.
     """
     if TVM_SPIN_ENV in os.environ:
         return False
@@ -540,11 +431,8 @@ ABOVE_PEAK = (
 
 
 def format_percent(value: float, digits: int = 1, why: str = ABOVE_PEAK) -> str:
-    """`value` as "87.3%"; above 100%, followed by `why` in parentheses.
-
-    A % of peak above 100 is not a kernel beating its machine: left unexplained, it
-    teaches that the metric means nothing. Every place that prints one goes through here.
-    """
+    """`value` as "87.3%"; above 100%, followed by `why` in parentheses: unexplained, such
+    a figure teaches that the metric means nothing. Every % of peak shown comes here."""
     text = f"{value:.{digits}f}%"
     return f"{text} ({why})" if value > 100 else text
 
@@ -555,13 +443,9 @@ PAUSE_S = 0.2
 
 
 def limit_threads(threads: int) -> None:
-    """Run XTC's kernels in this process on exactly `threads` threads, on both backends.
-
-    TVM reads TVM_NUM_THREADS when its thread pool starts, at the first parallel kernel
-    of a process: the harness starts kernels only in fresh children (isolation.py), so
-    setting it in the child is in time. MLIR's kernels use the OpenMP runtime, limited
-    through threadpoolctl (omp_set_num_threads), which works after it started too.
-    """
+    """Run XTC's kernels (and BLAS) in this process on exactly `threads` threads. TVM reads
+    TVM_NUM_THREADS when its pool starts, at the first parallel kernel of a process, and
+    kernels only run in fresh children; OpenMP is limited through threadpoolctl."""
     os.environ["TVM_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(threads)
     threadpool_limits(limits=threads, user_api="openmp")
     threadpool_limits(limits=threads, user_api="blas")
@@ -569,10 +453,8 @@ def limit_threads(threads: int) -> None:
 
 @dataclass(frozen=True)
 class NumpyKernel:
-    """numpy's own computation of `problem`, as a race times an XTC module: the yardstick
-    of a race against numpy (kata 08). Its evaluator runs `problem.numpy_call` on the
-    race's buffers, in the race's child, on the threads the race limits (limit_threads:
-    BLAS included), pausing PAUSE_S around each sample."""
+    """numpy's own computation of `problem`, timed as a race times an XTC module (kata 08's
+    yardstick): on the race's buffers and threads, pausing PAUSE_S around each sample."""
 
     problem: Problem
 

@@ -1,11 +1,10 @@
 """Compile schedules into a private directory, one fresh dump_file per compile.
 
-Two XTC traps live here. Reusing a dump_file in one process makes an older module object
-run the newer kernel (side-by-side timings then compare a kernel with itself). And TVM
-writes ./tmpXXXX/schedule.py into the current directory. So each test compiles into its
-own temporary directory, which is also its working directory, with a new file name per
-compile. Kernels that do not change between runs (the naive schedule, the references)
-can come from the on-disk cache instead (module_cache.py), still loaded from a fresh path.
+Reusing a dump_file in one process makes an older module object run the newer kernel
+(a race then compares a kernel with itself), and TVM writes ./tmpXXXX/ into the current
+directory: so each test compiles into its own directory, its working directory too, with
+a new file name per compile. Kernels that do not change between runs may come from the
+on-disk cache (module_cache.py), still loaded from a fresh path.
 """
 
 from __future__ import annotations
@@ -41,38 +40,29 @@ class Workdir:
         schedule: Any,
         stem: str = "kernel",
         cache_key: dict[str, Any] | None = None,
-        **opts: Any,
     ) -> Any:
         """Compile `schedule` with a fresh dump_file; XTC's chatter (stderr) is kept quiet.
-
-        `cache_key`: what identifies a kernel that does not change between runs (the
-        naive schedule, a reference): then the module may come from module_cache, keyed
-        also by the backend, the ISA and the compiler options. Never pass it for the
-        learner's kernel.
-
-        A compile error is raised as CompileFailed, XTC's error chained below it: it is
-        raised after the learner's function returned, so the traceback alone does not name
-        the function (`stem`) whose schedule did not compile."""
+        With `cache_key` (a kernel that does not change between runs: never the learner's),
+        the module may come from module_cache, keyed also by the backend and the ISA.
+        A compile error is raised as CompileFailed, naming the function (`stem`) whose
+        schedule did not compile: it returned before, so the traceback does not."""
         dump_file = self.dump_file(stem)
         if cache_key is None:
-            return self._compile(backend_impl, schedule, dump_file, stem, opts)
+            return self._compile(backend_impl, schedule, dump_file, stem)
         key = {
             **cache_key,
             "backend": f"{type(backend_impl).__module__}.{type(backend_impl).__name__}",
             "isa": machine.emulated_isa(),
-            "options": sorted((name, repr(value)) for name, value in opts.items()),
         }
         return module_cache.compile_cached(
             key,
             backend_impl._graph,
             dump_file,
-            lambda: self._compile(backend_impl, schedule, dump_file, stem, opts),
+            lambda: self._compile(backend_impl, schedule, dump_file, stem),
         )
 
-    def _compile(
-        self, backend_impl: Any, schedule: Any, dump_file: str, stem: str, opts: dict[str, Any]
-    ) -> Any:
-        compiler = backend_impl.get_compiler(dump_file=dump_file, shared_lib=True, **opts)
+    def _compile(self, backend_impl: Any, schedule: Any, dump_file: str, stem: str) -> Any:
+        compiler = backend_impl.get_compiler(dump_file=dump_file, shared_lib=True)
         chatter = io.StringIO()
         try:
             with contextlib.redirect_stderr(chatter):

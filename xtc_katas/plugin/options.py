@@ -9,7 +9,7 @@ import os
 import pytest
 
 from xtc_katas.kata import loader
-from xtc_katas.measure import cpu_reading, machine
+from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend, set_thread_defaults
 from xtc_katas.plugin.binding import bind_tasks, parallel_run
 from xtc_katas.plugin.summary import ProgressRecorder
@@ -46,7 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if config.getoption("--solutions"):
         os.environ[loader.SOLUTIONS_ENV] = "1"
-    cpu_reading.remember()  # before anything imports XTC
+    machine.remember_cpu_reading()  # before anything imports XTC
     set_thread_defaults()
     machine.emulate_cpu_info()
     learner_run = not (config.getoption("--solutions") or config.getoption("--check-stubs"))

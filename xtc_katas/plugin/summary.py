@@ -82,7 +82,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(machine.calibration_line())
         from xtc_katas.measure import machine_peak
 
-        for line in machine_peak.summary_lines(compare=False):
+        for line in machine_peak.summary_lines():
             terminalreporter.write_line(
                 f"{line} (XTC's own evaluate_flops beside it: python -m "
                 "xtc_katas.measure.machine_peak)"

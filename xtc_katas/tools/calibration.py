@@ -26,7 +26,7 @@ from xtc_katas.checks.speed_judge import race
 from xtc_katas.checks.speed_rule import ABOVE_PREVIOUS, Speedups, bar
 from xtc_katas.checks.task_under_test import TaskUnderTest, reference_learner
 from xtc_katas.kata.manifest import Kata, Task, katas
-from xtc_katas.measure import cpu_reading, machine
+from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
 
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", action="append", help="only these tasks")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     args = parser.parse_args(argv)
-    cpu_reading.remember()
+    machine.remember_cpu_reading()
     machine.emulate_cpu_info()
     print(f"machine: {machine.describe()}; parallel races on {os.cpu_count()} threads", flush=True)
     results: dict[tuple[str, str], list[tuple[Speedups, float]]] = defaultdict(list)
