@@ -67,9 +67,9 @@ def run(items: Iterable[tuple[int, int, Any, float]], description: str = "search
     return results
 
 
-def top_table(results: list[Result], baseline_percent: float, top: int = 10) -> str:
-    """The best `top` candidates as a Markdown table, with their speedup over the baseline."""
-    ranked = sorted(results, key=lambda r: r.percent, reverse=True)[:top]
+def top_table(results: list[Result], baseline_percent: float) -> str:
+    """The ten best candidates as a Markdown table, with their speedup over the baseline."""
+    ranked = sorted(results, key=lambda r: r.percent, reverse=True)[:10]
     lines = [
         f"| rank | candidate | % of peak | vs baseline ({baseline_percent:.2f}%) |",
         "|---|---|---|---|",
