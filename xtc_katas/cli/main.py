@@ -12,9 +12,9 @@ import importlib
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 from xtc_katas import ROOT
 from xtc_katas.grade import grade_command  # before main() leaves the launch dir
@@ -32,23 +32,18 @@ from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
 BUSY_EXIT = 75
 
 
-def pytest_kata(
-    kata: Kata, extra: Sequence[str] = (), quiet: bool = True, wait: float = 0.0
-) -> int:
+def pytest_kata(kata: Kata, extra: Sequence[str] = (), quiet: bool = True) -> int:
     """Run one kata's tests in a fresh process, recording results in the cache.
 
     Under the repository's run lock (kata/run_lock.py), shared with the notebook: two
-    runs at once would race each other's timings. `wait`: seconds to wait for a run in
-    progress, then RunBusy (main prints its message and exits with BUSY_EXIT).
+    runs at once would race each other's timings. A run in progress: RunBusy (main prints
+    its message and exits with BUSY_EXIT).
     """
     args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", *extra]
-    with run_lock(f"xtc-katas on {kata.id}", wait=wait):
+    with run_lock(f"xtc-katas on {kata.id}"):
         if quiet:
             args += ["-q", "--no-header", "-p", "no:warnings"]
-            result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
-        else:
-            result = subprocess.run(args, cwd=ROOT)
-    return result.returncode
+        return subprocess.run(args, cwd=ROOT, capture_output=quiet, text=True).returncode
 
 
 def collect_statuses(run_tests: bool = True) -> list[KataStatus]:
@@ -57,15 +52,13 @@ def collect_statuses(run_tests: bool = True) -> list[KataStatus]:
     While another run holds the repository's lock, it runs nothing: it says so on
     stderr and shows the recorded results."""
     statuses = []
-    blocked = False
     for kata in katas():
         status = kata_status(kata, progress.read())
-        if run_tests and not blocked and status.state != "passing":
+        if run_tests and status.state != "passing":
             print(f"running the tests of {kata.id} ...", file=sys.stderr, flush=True)
             try:
                 pytest_kata(kata)
-            except RunBusy:
-                run_tests = False
+            except RunBusy:  # its recorded state stands: not passing, so nothing more runs
                 who = run_lock_holder() or "another run"
                 print(
                     f"another run is in progress ({who}): the recorded results, not run now",
@@ -73,7 +66,7 @@ def collect_statuses(run_tests: bool = True) -> list[KataStatus]:
                     flush=True,
                 )
             status = kata_status(kata, progress.read())
-        blocked = blocked or status.state != "passing"
+        run_tests = run_tests and status.state == "passing"
         statuses.append(status)
     return statuses
 
@@ -89,17 +82,10 @@ def _best(best: BestFigure | None) -> str:
 
 
 def render_table(statuses: list[KataStatus]) -> str:
-    rows = [("kata", "state", "tasks", "best figure (its task, backend)", "title")]
-    for s in statuses:
-        rows.append(
-            (
-                s.kata.id,
-                s.state,
-                f"{s.tasks_passed}/{len(s.kata.tasks)}",
-                _best(s.best),
-                s.kata.title,
-            )
-        )
+    rows = [("kata", "state", "tasks", "best figure (its task, backend)", "title")] + [
+        (s.kata.id, s.state, f"{s.tasks_passed}/{len(s.kata.tasks)}", _best(s.best), s.kata.title)
+        for s in statuses
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows
@@ -121,7 +107,7 @@ def render_next_step(statuses: list[KataStatus]) -> str:
     failure = current.first_failure
     if failure:
         lines.append(f"  first failure: {failure.message or 'see pytest output'}")
-    task = next((t for t in kata.tasks if failure and t.function in failure.tasks), kata.tasks[0])
+    task = _hint_task(kata, None)
     _, hint = progress.next_hint(kata, task)
     lines.append(f"  hint ({task.function}): {hint}")
     lines.append(f"  more: xtc-katas hint {kata.number} {task.function}")
@@ -131,14 +117,12 @@ def render_next_step(statuses: list[KataStatus]) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     statuses = collect_statuses(run_tests=not args.no_run)
-    print(render_table(statuses))
-    print()
-    print(render_next_step(statuses))
+    print(render_table(statuses), render_next_step(statuses), sep="\n\n")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    kata = find(args.kata) if args.kata else progress.current_kata()
+    kata = args.kata or progress.current_kata()
     extra = [f"--backend={b}" for b in args.backend or []]
     code = pytest_kata(kata, extra + list(args.pytest_args), quiet=False)
     status = kata_status(kata, progress.read())
@@ -167,7 +151,7 @@ def _hint_task(kata: Kata, function: str | None) -> Task:
 
 
 def cmd_hint(args: argparse.Namespace) -> int:
-    kata = find(args.kata) if args.kata else progress.current_kata()
+    kata = args.kata or progress.current_kata()
     task = _hint_task(kata, args.function)
     index, text = progress.next_hint(kata, task, advance=True)
     print(f"{kata.id} › {task.function} hint {index + 1}/{len(task.hints)}: {text}")
@@ -180,14 +164,6 @@ def cmd_hint(args: argparse.Namespace) -> int:
             + ")"
         )
     return 0
-
-
-def status_line(status: KataStatus) -> str:
-    kata = status.kata
-    line = f"[{kata.id}] {status.state}: {status.tasks_passed}/{len(kata.tasks)} tasks passed"
-    if status.first_failure and status.state != "passing":
-        line += f"\n  {status.first_failure.message or 'see: xtc-katas run'}"
-    return line
 
 
 def wait_for_change(folder: Path, manual: bool) -> bool:
@@ -213,7 +189,7 @@ def wait_for_change(folder: Path, manual: bool) -> bool:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    kata = find(args.kata) if args.kata else progress.current_kata()
+    kata = args.kata or progress.current_kata()
     extra = [f"--backend={b}" for b in args.backend or []]
     runs = 0
     while True:
@@ -227,29 +203,30 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 f"next save. Watching katas/{kata.id}/ (Ctrl-C to stop)",
                 flush=True,
             )
-            if not wait_for_change(kata.folder(), args.manual):
-                return 0
-            continue
-        runs += 1
-        status = kata_status(kata, progress.read())
-        print(status_line(status), flush=True)
-        if status.state == "passing" and not args.kata:
-            following = next((k for k in katas() if k.number > kata.number), None)
-            if following is None:
-                print("every kata passes: well done", flush=True)
-                return 0
-            print(f"{kata.id} passes: on to {following.id} (katas/{following.id}/README.md)")
-            kata = following
-            continue
-        if args.max_runs and runs >= args.max_runs:
-            return 0 if status.state == "passing" else 1
-        print(f"watching katas/{kata.id}/ for saved changes (Ctrl-C to stop)", flush=True)
+        else:
+            runs += 1
+            status = kata_status(kata, progress.read())
+            passed = f"{status.tasks_passed}/{len(kata.tasks)} tasks passed"
+            print(f"[{kata.id}] {status.state}: {passed}", flush=True)
+            if status.first_failure and status.state != "passing":
+                print(f"  {status.first_failure.message or 'see: xtc-katas run'}", flush=True)
+            if status.state == "passing" and not args.kata:
+                following = next((k for k in katas() if k.number > kata.number), None)
+                if following is None:
+                    print("every kata passes: well done", flush=True)
+                    return 0
+                print(f"{kata.id} passes: on to {following.id} (katas/{following.id}/README.md)")
+                kata = following
+                continue
+            if args.max_runs and runs >= args.max_runs:
+                return 0 if status.state == "passing" else 1
+            print(f"watching katas/{kata.id}/ for saved changes (Ctrl-C to stop)", flush=True)
         if not wait_for_change(kata.folder(), args.manual):
             return 0
 
 
 def cmd_solution(args: argparse.Namespace) -> int:
-    kata = find(args.kata)
+    kata = args.kata
     status = kata_status(kata, progress.read())
     if status.state != "passing":
         if not args.force:
@@ -294,7 +271,7 @@ def original_stub(kata: Kata) -> str | None:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    kata = find(args.kata)
+    kata = args.kata
     stub = kata.stub_path()
     original = original_stub(kata)
     if original is None:
@@ -315,32 +292,19 @@ def cmd_reset(args: argparse.Namespace) -> int:
     return 0
 
 
-def command(name: str) -> ModuleType:
-    """The module of a heavier command (explore, report, show), imported by name when it
+def command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The `main` of a heavier command's module (explore, report), imported only when it
     runs: `xtc-katas status` then starts in a fraction of a second, and this dispatcher
     depends on the kata package alone, not on everything those commands measure with."""
-    return importlib.import_module(f"xtc_katas.cli.{name}")
-
-
-def cmd_explore(args: argparse.Namespace) -> int:
-    explore = command("explore")
-    argv = [args.kata, *[f"--backend={b}" for b in args.backend or []]]
-    argv += ["--num", str(args.num), "--seed", str(args.seed)]
-    if args.solutions:
-        argv.append("--solutions")
-    return explore.main(argv)
+    return lambda args: importlib.import_module(f"xtc_katas.cli.{name}").main(args)
 
 
 def cmd_notebook(args: argparse.Namespace) -> int:
     """The kata loop in a marimo app (xtc_katas/notebook/): served locally, URL printed."""
     from xtc_katas.notebook import server
 
-    kata = find(args.kata) if args.kata else progress.current_kata()
+    kata = args.kata or progress.current_kata()
     return server.main(kata, port=args.port, browser=not args.no_browser)
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    return command("report").main(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -353,75 +317,80 @@ def build_parser() -> argparse.ArgumentParser:
         "run at a time. `status` then shows the recorded results and `watch` runs at "
         "the next save.",
     )
-    sub = parser.add_subparsers(dest="command")
-    status = sub.add_parser("status", help="progress table and the next step (the default)")
+    parser.set_defaults(func=cmd_status, no_run=False)  # no subcommand: status
+    backend = argparse.ArgumentParser(add_help=False)
+    backend.add_argument("--backend", action="append", choices=BACKENDS)
+    current = argparse.ArgumentParser(add_help=False)
+    current.add_argument(
+        "kata", nargs="?", type=find, help="number, name or id (default: the current kata)"
+    )
+    sub = parser.add_subparsers()
+
+    def add(name: str, func: Callable[[argparse.Namespace], int], text: str, *parents: Any) -> Any:
+        subcommand = sub.add_parser(name, help=text, parents=parents)
+        subcommand.set_defaults(func=func)
+        return subcommand
+
+    status = add("status", cmd_status, "progress table and the next step (the default)")
     status.add_argument("--no-run", action="store_true", help="only read recorded results")
-    status.set_defaults(func=cmd_status)
-    run = sub.add_parser("run", help="run one kata's tests (default: the current kata)")
-    run.add_argument("kata", nargs="?", help="number, name or id, e.g. 3, compile, 03_compile")
-    run.add_argument("--backend", action="append", choices=BACKENDS)
+    run = add("run", cmd_run, "run one kata's tests (default: the current kata)", current, backend)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
-    run.set_defaults(func=cmd_run)
-    hint = sub.add_parser("hint", help="the next hint of a kata's function, one per call")
-    hint.add_argument("kata", nargs="?", help="number, name or id (default: current kata)")
+    hint = add("hint", cmd_hint, "the next hint of a kata's function, one per call", current)
     hint.add_argument(
-        "function",
-        nargs="?",
-        help="the function the hint is for (default: the first failing one)",
+        "function", nargs="?", help="the function the hint is for (default: the first failing one)"
     )
-    hint.set_defaults(func=cmd_hint)
-    watch = sub.add_parser(
-        "watch", help="re-run the current kata's tests each time you save a file in it"
+    watch = add(
+        "watch",
+        cmd_watch,
+        "re-run the current kata's tests each time you save a file in it",
+        backend,
     )
-    watch.add_argument("kata", nargs="?", help="stay on this kata (default: follow progress)")
-    watch.add_argument("--backend", action="append", choices=BACKENDS)
+    watch.add_argument(
+        "kata", nargs="?", type=find, help="stay on this kata (default: follow progress)"
+    )
     watch.add_argument("--manual", action="store_true", help="no file watching: Enter re-runs")
     watch.add_argument("--max-runs", type=int, help="stop after this many runs")
-    watch.set_defaults(func=cmd_watch)
-    solution = sub.add_parser("solution", help="the reference solution, once the kata passes")
-    solution.add_argument("kata", help="number, name or id")
+    solution = add("solution", cmd_solution, "the reference solution, once the kata passes")
+    solution.add_argument("kata", type=find, help="number, name or id")
     solution.add_argument("--force", action="store_true", help="show it anyway, after a warning")
-    solution.set_defaults(func=cmd_solution)
-    reset = sub.add_parser("reset", help="restore a kata's stub, keeping a backup of yours")
-    reset.add_argument("kata", help="number, name or id")
-    reset.set_defaults(func=cmd_reset)
-    explore = sub.add_parser(
+    reset = add("reset", cmd_reset, "restore a kata's stub, keeping a backup of yours")
+    reset.add_argument("kata", type=find, help="number, name or id")
+    explore = add(
         "explore",
-        help="run your search (katas 06, 07: progress bar, top-10 table, plot; 12: "
+        command("explore"),
+        "run your search (katas 06, 07: progress bar, top-10 table, plot; 12: "
         "convergence against random search)",
+        backend,
     )
-    explore.add_argument("kata", help="6, 7 or 12")
-    explore.add_argument("--backend", action="append", choices=BACKENDS)
+    explore.add_argument("kata", type=find, help="6, 7 or 12")
     explore.add_argument("--solutions", action="store_true", help="run the reference search")
     explore.add_argument("--num", type=int, default=30, help="kata 07: samples to draw")
     explore.add_argument("--seed", type=int, default=42, help="kata 07: the sampling seed")
-    explore.set_defaults(func=cmd_explore)
-    report = sub.add_parser(
-        "report", help="measure your passing schedules against the references: JSON + PNG"
+    report = add(
+        "report",
+        command("report"),
+        "measure your passing schedules against the references: JSON + PNG",
+        backend,
     )
-    report.add_argument("--backend", action="append", choices=BACKENDS)
     report.add_argument("--out", type=Path, default=ROOT / ".xtc-katas" / "report")
-    report.set_defaults(func=cmd_report)
-    command("show").add_parser(sub)
+    importlib.import_module("xtc_katas.cli.show").add_parser(sub)
     grade_command.add_parser(sub)
-    notebook = sub.add_parser(
+    notebook = add(
         "notebook",
-        help="the kata loop in a marimo app in your browser: lesson, editor, run, charts",
+        cmd_notebook,
+        "the kata loop in a marimo app in your browser: lesson, editor, run, charts",
+        current,
     )
-    notebook.add_argument("kata", nargs="?", help="number, name or id (default: current kata)")
     notebook.add_argument("--port", type=int, help="local port (default: a free one)")
     notebook.add_argument("--no-browser", action="store_true", help="only print the URL")
-    notebook.set_defaults(func=cmd_notebook)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     os.chdir(ROOT)
     machine.remember_cpu_reading()  # XTC reads the CPU at every TVM compile: 1.3 s each time
-    args = build_parser().parse_args(argv)
-    if args.command is None:
-        args = build_parser().parse_args(["status", *(argv or [])])
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args)
     except LookupError as exc:
         print(f"xtc-katas: {exc}", file=sys.stderr)

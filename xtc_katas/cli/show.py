@@ -1,16 +1,10 @@
 """`xtc-katas show`: the loop nest, the transformed IR and the assembly of your schedule.
 
-    xtc-katas show 4 schedule_register_tile --asm            # yours, on both backends
-    xtc-katas show 4 schedule_register_tile --asm --reference --backend mlir
-    xtc-katas show 5 register_tile_spec --nest --diff        # yours against the reference
-
 The lessons ask you to read what XTC generated: whether the inner loop holds one vector
-FMA per accumulator, whether the tile of C stays in registers. This builds your
-schedule as the tests do (any task whose kind is `shown`: the baseline, a schedule, a
-spec, a search's candidate, a strategy's sample, the 1024^3 schedule), compiles it with
-XTC's print flag for what you asked, and prints it. In assembly listings every vector
-FMA is marked, and a count per register width ends the listing: on AVX-512, `zmm` FMAs.
-Nothing runs: only compiles, in a temporary directory.
+FMA per accumulator, whether the tile of C stays in registers. This builds the schedule
+of any task whose kind is `shown` as its tests build it, compiles it with XTC's print
+flag for the view asked, and prints it; in assembly every vector FMA is marked and
+counted per register width. Nothing runs: only compiles, in a temporary directory.
 """
 
 from __future__ import annotations
@@ -19,10 +13,7 @@ import argparse
 import contextlib
 import difflib
 import io
-import os
 import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from xtc_katas.checks.kinds import (
@@ -35,9 +26,9 @@ from xtc_katas.checks.kinds import (
 )
 from xtc_katas.checks.learner import Learner
 from xtc_katas.checks.task_under_test import TaskUnderTest
+from xtc_katas.cli.search_view import scratch
 from xtc_katas.kata.failures import not_implemented
 from xtc_katas.kata.manifest import Kata, find
-from xtc_katas.kata.problems import Problem
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
@@ -46,34 +37,6 @@ VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
 FMA = re.compile(r"\bv?fn?m(add|sub)\w*p[sd]\b")  # packed: ps, pd
 SCALAR_FMA = re.compile(r"\bv?fn?m(add|sub)\w*s[sd]\b")  # one element: ss, sd
 VECTOR_REGISTER = re.compile(r"%?\b([xyz]mm)\d+\b")
-
-
-def schedule_of(
-    kata: Kata,
-    learner: Learner,
-    function: str,
-    backend: KataBackend,
-    workdir: Workdir,
-    args: argparse.Namespace,
-) -> tuple[Any, Any, Problem]:
-    """(XTC backend, scheduler, problem) of `function`, built as its tests build it: how
-    depends on the task's kind in the manifest, never on which kata it is."""
-    task = TaskUnderTest(kata, _task(kata, function), learner, backend, workdir)
-    option = getattr(args, task.kind.option, None) if task.kind.option else None
-    (impl, scheduler), _ = schedules(task, option)
-    return impl, scheduler, task.problem
-
-
-def _task(kata: Kata, function: str | None) -> Any:
-    task = kata.task(function or "")
-    if task is None or not kind_of(task).shown:
-        names = ", ".join(t.function for t in tasks_where(kata, "shown"))
-        if not names:
-            raise LookupError(f"{kata.id} has no schedule to show: its tasks build none")
-        if function is None:
-            raise LookupError(f"{kata.id} has several schedules: name one of {names}")
-        raise LookupError(f"{kata.id} has no schedule named {function!r}; try one of: {names}")
-    return task
 
 
 def render(impl: Any, scheduler: Any, view: str, workdir: Workdir) -> str:
@@ -136,50 +99,44 @@ def mark_fmas(listing: str) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    kata = find(args.kata)
+    kata: Kata = args.kata
     machine.emulate_cpu_info()
     shown = tasks_where(kata, "shown")
-    function = args.function or (shown[0].function if len(shown) == 1 else None)
-    function = _task(kata, function).function
+    names = ", ".join(t.function for t in shown)
+    if not shown:
+        raise LookupError(f"{kata.id} has no schedule to show: its tasks build none")
+    if args.function is None and len(shown) > 1:
+        raise LookupError(f"{kata.id} has several schedules: name one of {names}")
+    entry = shown[0] if args.function is None else kata.task(args.function)
+    if entry not in shown:
+        raise LookupError(f"{kata.id} has no schedule named {args.function!r}; try one of: {names}")
+    kind = kind_of(entry)
+    option = getattr(args, kind.option) if kind.option else None
     views = [v for v in VIEWS if getattr(args, v)] or ["nest"]
-    sides = ["reference"] if args.reference else ["yours"]
-    if args.diff:
-        sides = ["yours", "reference"]
-    cwd = Path.cwd()
-    with tempfile.TemporaryDirectory(prefix="xtc-katas-show-") as scratch:
-        os.chdir(scratch)  # TVM writes ./tmpXXXX/ where it compiles
-        workdir = Workdir(Path(scratch))
-        try:
-            for name in args.backend or BACKENDS:
-                backend = KataBackend(name)
-                for view in views:
-                    texts = {}
-                    for side in sides:
-                        try:
-                            with Learner(kata, solution=side == "reference") as learner:
-                                impl, scheduler, problem = schedule_of(
-                                    kata, learner, function or "", backend, workdir, args
-                                )
-                        except NotImplementedError:
-                            print(not_implemented(kata, function or ""))
-                            print("  (or see the reference's: add --reference)")
-                            return 1
-                        texts[side] = render(impl, scheduler, view, workdir)
-                    title = f"{kata.id} {function} on {name}, {problem.label}: {view}"
-                    print(f"===== {title} ({machine.describe()})")
-                    if args.diff:
-                        diff = difflib.unified_diff(
-                            texts["yours"].splitlines(),
-                            texts["reference"].splitlines(),
-                            "yours",
-                            "reference",
-                            lineterm="",
-                        )
-                        print("\n".join(diff) or "(the same)")
-                    else:
-                        print(next(iter(texts.values())))
-        finally:
-            os.chdir(cwd)
+    sides = ["yours", "reference"] if args.diff else ["reference" if args.reference else "yours"]
+    with scratch("show") as workdir:
+        for name in args.backend or BACKENDS:
+            backend = KataBackend(name)
+            for view in views:
+                texts = {}
+                for side in sides:
+                    try:
+                        with Learner(kata, solution=side == "reference") as learner:
+                            task = TaskUnderTest(kata, entry, learner, backend, workdir)
+                            (impl, scheduler), _ = schedules(task, option)
+                    except NotImplementedError:
+                        print(not_implemented(kata, entry.function))
+                        print("  (or see the reference's: add --reference)")
+                        return 1
+                    texts[side] = render(impl, scheduler, view, workdir)
+                title = f"{kata.id} {entry.function} on {name}, {task.problem.label}: {view}"
+                print(f"===== {title} ({machine.describe()})")
+                if args.diff:
+                    yours, reference = (texts[s].splitlines() for s in sides)
+                    diff = difflib.unified_diff(yours, reference, "yours", "reference", lineterm="")
+                    print("\n".join(diff) or "(the same)")
+                else:
+                    print(texts[sides[0]])
     return 0
 
 
@@ -187,7 +144,7 @@ def add_parser(sub: Any) -> None:
     show = sub.add_parser(
         "show", help="the loop nest, IR or assembly of your schedule (a kata that builds one)"
     )
-    show.add_argument("kata", help="a kata with schedules (xtc-katas status lists them)")
+    show.add_argument("kata", type=find, help="a kata with schedules (xtc-katas status lists them)")
     show.add_argument("function", nargs="?", help="the task's function, where a kata has several")
     show.add_argument("--nest", action="store_true", help="the loop nest (the default)")
     show.add_argument("--ir", action="store_true", help="the transformed IR")
@@ -200,7 +157,6 @@ def add_parser(sub: Any) -> None:
     show.add_argument(
         "--sample",
         type=int,
-        default=None,
         help=f"a strategy's sample N of seed {EXPLORED_SEED}, as kata 07 explores them (0 to "
         f"{EXPLORED - 1}; default: the sample its speed test races, the first of seed "
         f"{STRATEGY_SEED})",

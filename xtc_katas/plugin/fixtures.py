@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,7 +15,7 @@ from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata, kata_of_path
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.workdir import Workdir
-from xtc_katas.plugin.binding import LEARNER_MODULE
+from xtc_katas.plugin.options import LEARNER_MODULE
 
 
 @pytest.fixture(scope="module")
@@ -65,20 +64,10 @@ def peak() -> Callable[[], float]:
     return peak_fmas_per_s
 
 
-class PerfRecord:
-    """Performance figures of one test, shown in the summary and kept for `xtc-katas`."""
-
-    def __init__(self, item: pytest.Item) -> None:
-        self._item = item
-
-    def __call__(self, **figures: Any) -> None:
-        self._item.user_properties.append(("perf", figures))
-
-
 @pytest.fixture
-def record_perf(request: pytest.FixtureRequest) -> PerfRecord:
+def record_perf(request: pytest.FixtureRequest) -> Callable[..., None]:
     """Record figures (speedup, percent_of_peak, ...) for the summary and the status table."""
-    return PerfRecord(request.node)
+    return lambda **figures: request.node.user_properties.append(("perf", figures))
 
 
 @pytest.fixture
@@ -89,7 +78,7 @@ def task(
     backend: KataBackend,
     workdir: Workdir,
     peak: Callable[[], float],
-    record_perf: PerfRecord,
+    record_perf: Callable[..., None],
 ) -> TaskUnderTest:
     """The task named by the test's `@pytest.mark.task("function")`: its compiled kernel,
     loop nest, numerics, shape and speed judgements on the manifest's problem."""

@@ -1,20 +1,30 @@
 """The kata plugin's options and collection: --solutions, --backend, --check-stubs; each
-kata test bound to its kata and tasks (in its stash) and parametrized by backend; perf
-tests left out under pytest -n."""
+kata test bound, once, to its kata, tasks and backend (in its stash, and in a user
+property its reports carry to pytest-xdist's controller too) and parametrized by
+backend; perf tests left out under pytest -n."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from xtc_katas.kata import loader
+from xtc_katas.kata import loader, stubs
+from xtc_katas.kata.manifest import Kata, kata_of_path
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend, set_thread_defaults
-from xtc_katas.plugin.binding import bind_tasks, parallel_run
-from xtc_katas.plugin.summary import ProgressRecorder
 
 BACKEND_ENV = "XTC_KATAS_BACKEND"
+#: The fixture of the module under test (fixtures.py): a test that asks for it is a test
+#: of the learner's module, checked stub first (reports.py).
+LEARNER_MODULE = "learner_module"
+#: The user property a report carries its test's kata, tasks and backend in.
+BOUND = "xtc-katas-bound"
+#: A test's kata (None: not a kata test) and the functions it checks, in its stash: the
+#: stub checks, the progress record and the status table read these.
+KATA = pytest.StashKey[Kata | None]()
+TASKS = pytest.StashKey[tuple[str, ...]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -49,38 +59,48 @@ def pytest_configure(config: pytest.Config) -> None:
     machine.remember_cpu_reading()  # before anything imports XTC
     set_thread_defaults()
     machine.emulate_cpu_info()
-    learner_run = not (config.getoption("--solutions") or config.getoption("--check-stubs"))
-    if learner_run and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(ProgressRecorder(config), "xtc-katas-progress")
+
+
+def parallel_run(config: pytest.Config) -> bool:
+    """Under pytest-xdist (-n N): in the controller and in every worker."""
+    return bool(getattr(config.option, "numprocesses", None)) or hasattr(config, "workerinput")
+
+
+def bind(item: pytest.Item) -> None:
+    """A kata test's tasks: its `task` marker's if it has one, else those its name
+    contains (the contract tests/test_manifest.py keeps)."""
+    kata = item.stash[KATA] = kata_of_path(Path(item.path))
+    if kata is None:
+        return
+    marker = item.get_closest_marker("task")
+    name = getattr(item, "originalname", item.name)
+    tasks = tuple(marker.args) if marker else tuple(stubs.functions_checked_by(kata, name))
+    item.stash[TASKS] = tasks
+    callspec = getattr(item, "callspec", None)
+    backend = getattr(callspec.params.get("backend") if callspec else None, "name", "")
+    item.user_properties.append((BOUND, {"kata": kata.id, "tasks": tasks, "backend": backend}))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Bind each kata test to its tasks; under pytest -n, leave out the perf tests.
+    """Bind each kata test; under pytest -n, leave out the perf tests.
 
     A perf test times kernels side by side; with another worker compiling and running
     on the other core, its figures would measure the neighbour, not the schedule. They
     run serially: `pytest -m perf` (without -n), and the summary says so.
     """
     for item in items:
-        bind_tasks(item)
-    if not parallel_run(config):
-        return
+        bind(item)
     perf = [item for item in items if item.get_closest_marker("perf")]
-    if perf:
+    if perf and parallel_run(config):
         items[:] = [item for item in items if not item.get_closest_marker("perf")]
         config.hook.pytest_deselected(items=perf)
 
 
-def selected_backends(config: pytest.Config) -> list[str]:
-    chosen = config.getoption("--backend") or []
-    if not chosen and os.environ.get(BACKEND_ENV):
-        chosen = [b.strip() for b in os.environ[BACKEND_ENV].split(",")]
-    return [b for b in BACKENDS if b in chosen] or list(BACKENDS)
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames:
-        names = selected_backends(metafunc.config)
+        given = os.environ.get(BACKEND_ENV, "")
+        chosen = metafunc.config.getoption("--backend") or [b.strip() for b in given.split(",")]
+        names = [b for b in BACKENDS if b in chosen] or list(BACKENDS)
         metafunc.parametrize("backend", [KataBackend(n) for n in names], ids=names, indirect=True)
 
 

@@ -1,6 +1,6 @@
-"""The kata plugin around each test's run and report: what a test checks travels with its
-report, an untouched stub fails at once, and a failure is told in the learner's words
-(--check-stubs: inverted, a test must fail on the stub)."""
+"""The kata plugin around each test's run and report: an untouched stub fails at once,
+and a failure is told in the learner's words (--check-stubs: inverted, a test must fail
+on the stub)."""
 
 from __future__ import annotations
 
@@ -13,20 +13,7 @@ import pytest
 from xtc_katas import ROOT
 from xtc_katas.kata import failures, stubs
 from xtc_katas.kata.manifest import Kata
-from xtc_katas.plugin.binding import BOUND, LEARNER_MODULE, bound_tasks, kata_of
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """What the test checks travels with its reports, to pytest-xdist's controller too."""
-    kata = kata_of(item)
-    if kata is None:
-        return
-    callspec = getattr(item, "callspec", None)
-    chosen = callspec.params.get("backend") if callspec is not None else None
-    backend = getattr(chosen, "name", "")
-    bound = {"kata": kata.id, "tasks": bound_tasks(item), "backend": backend}
-    item.user_properties.append((BOUND, bound))
+from xtc_katas.plugin.options import KATA, LEARNER_MODULE, TASKS
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_call")
@@ -34,16 +21,15 @@ def pytest_runtest_call_stub_first(item: pytest.Item) -> None:
     """Fail at once, before any costly setup in the test body, on an untouched stub or a
     function the learner's module lacks (renamed or deleted)."""
     learner = getattr(item, "funcargs", {}).get(LEARNER_MODULE)
-    kata = kata_of(item)
+    kata, tasks = item.stash.get(KATA, None), item.stash.get(TASKS, ())
     if learner is None or kata is None:
         return
-    found = learner.loaded
-    missing = next((f for f in bound_tasks(item) if f not in found.functions), None)
+    missing = next((f for f in tasks if f not in learner.loaded.functions), None)
     if missing:
         raise stubs.FunctionMissing(kata, missing)
     if item.config.getoption("--check-stubs"):
         return
-    untouched = next((f for f in bound_tasks(item) if f in found.untouched), None)
+    untouched = next((f for f in tasks if f in learner.loaded.untouched), None)
     if untouched:
         raise failures.StubNotImplemented(kata, untouched)
 
@@ -86,7 +72,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_runtest_makereport_in_words(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Iterator[None] | Any:
-    kata = kata_of(item)
+    kata = item.stash.get(KATA, None)
     described = None
     if kata is not None and call.excinfo is not None:
         described = failures.describe(kata, call.excinfo.value, call.excinfo.tb)
@@ -94,20 +80,16 @@ def pytest_runtest_makereport_in_words(
     report = yield
     if kata is None:
         return report
+    stub_failure = described is not None and isinstance(call.excinfo.value, NotImplementedError)
     if described:
         header, keep_traceback = described
         report.longrepr = f"{header}\n\n{report.longrepr}" if keep_traceback else header
-        if call.excinfo is not None and isinstance(call.excinfo.value, NotImplementedError):
+        if stub_failure:
             told = item.config.stash.setdefault(TOLD, set())
             if header in told:  # once is enough: the next ones in a line
                 report.longrepr = header.splitlines()[0] + " (as above)"
             told.add(header)
     if item.config.getoption("--check-stubs") and _in_katas(item) and report.when == "call":
-        stub_failure = (
-            described is not None
-            and call.excinfo is not None
-            and isinstance(call.excinfo.value, NotImplementedError)
-        )
         _invert_for_stub_check(report, kata, stub_failure)
     return report
 

@@ -11,15 +11,19 @@ import pytest
 from xtc_katas.kata import progress
 from xtc_katas.kata.manifest import find
 from xtc_katas.measure import machine
-from xtc_katas.plugin.binding import BOUND, parallel_run
+from xtc_katas.plugin.options import BOUND, parallel_run
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The record is the learner's: not for --solutions, not for --check-stubs, and kept
+    by pytest-xdist's controller alone, which receives every worker's reports."""
+    learner_run = not (config.getoption("--solutions") or config.getoption("--check-stubs"))
+    if learner_run and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ProgressRecorder(config), "xtc-katas-progress")
 
 
 class ProgressRecorder:
-    """Keeps the learner's results in pytest's own cache, for the status table.
-
-    Registered only for learner runs (not --solutions, not --check-stubs) and only in
-    the controlling process under pytest-xdist, which receives every worker's reports.
-    """
+    """Keeps the learner's results in pytest's own cache, for the status table."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -29,30 +33,24 @@ class ProgressRecorder:
         if report.when != "call" and not (report.when == "setup" and report.failed):
             return
         bound = dict(report.user_properties).get(BOUND)
-        if bound is None:  # not a kata test (pytest_runtest_setup binds every kata test)
+        if bound is None:  # not a kata test (options.bind binds every kata test)
             return
         kata = find(bound["kata"])
+        text = str(report.longrepr or "") if report.failed else ""
         self.results[report.nodeid] = progress.TestResult(
             kata=kata.id,
-            tasks=tuple(bound.get("tasks", ())),
-            backend=bound.get("backend", ""),
+            tasks=tuple(bound["tasks"]),
+            backend=bound["backend"],
             outcome=report.outcome,
             module_hash=progress.module_hash(kata),
             perf=[v for k, v in report.user_properties if k == "perf"],
             when=time.time(),
-            message=_first_line(report) if report.failed else "",
+            message=next((line for line in text.splitlines() if line.strip()), "")[:300],
         )
 
     def pytest_sessionfinish(self) -> None:
-        cache = getattr(self.config, "cache", None)
-        if not self.results or cache is None:
-            return
-        progress.record(cache, self.results)
-
-
-def _first_line(report: pytest.TestReport) -> str:
-    text = str(report.longrepr or "")
-    return next((line for line in text.splitlines() if line.strip()), "")[:300]
+        if self.results and getattr(self.config, "cache", None) is not None:
+            progress.record(self.config.cache, self.results)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
