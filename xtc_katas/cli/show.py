@@ -30,7 +30,6 @@ from xtc_katas.checks.kinds import (
     EXPLORED_SEED,
     STRATEGY_SEED,
     kind_of,
-    schedules,
     tasks_where,
 )
 from xtc_katas.checks.learner import Learner
@@ -60,7 +59,7 @@ def schedule_of(
     depends on the task's kind in the manifest, never on which kata it is."""
     task = TaskUnderTest(kata, _task(kata, function), learner, backend, workdir)
     option = getattr(args, task.kind.option, None) if task.kind.option else None
-    (impl, scheduler), _ = schedules(task, option)
+    (impl, scheduler), _ = task.schedules(option)
     return impl, scheduler, task.problem
 
 
