@@ -4,7 +4,7 @@ learner's own schedule minus its fusion, whatever the learner's code does.
 The learner's function runs once for both kernels, on a recording `sch`
 (schedule.recording); the harness replays the record as made (the fused kernel) and
 without its fusion calls (the baseline), or, for a spec, drops the fusion annotations from
-the one dict it read (kinds.schedules). These tests replay the reference, then
+the one dict it read (TaskUnderTest.schedules). These tests replay the reference, then
 hand the harness answers that try to spot the baseline's build and make it slow.
 `backend` is the plugin's fixture: MLIR and TVM.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from xtc_katas.checks import speed_judge
-from xtc_katas.checks.kinds import plain, schedules
+from xtc_katas.checks.kinds import plain
 from xtc_katas.checks.learner import Learner
 from xtc_katas.checks.schedule import (
     FUSING,
@@ -76,7 +76,7 @@ def same_nest(a: Any, b: Any) -> bool:
 def pair(module: Any, function: str, backend: KataBackend) -> tuple[Any, Any]:
     """(fused, unfused) schedules the harness builds from ONE call of `function`."""
     task = TaskUnderTest(KATA, KATA.task(function), Learner.wrapping(KATA, module), backend, None)
-    return schedules(task, twin=True)
+    return task.schedules(twin=True)
 
 
 def learner(tmp_path: Path, source: str) -> Any:

@@ -200,7 +200,7 @@ def test_kernels_raced_with_numpy_run_on_exactly_the_threads_asked(workdir, back
     solution = loader.load(kata, solution=True)
     backend = KataBackend(backend_name)
     impl, scheduler = TaskUnderTest.of_module(
-        kata, "schedule_parallel", solution, backend, LARGE
+        kata, "schedule_parallel", solution, backend, problem=LARGE
     ).scheduled()
     module = workdir.compile(impl, scheduler.schedule(), stem="parallel")
     used = isolation.run_isolated(_threads_used, module, threads, backend_name)

@@ -170,7 +170,7 @@ def test_the_previous_tasks_reference_fails_this_tasks_shape_check(kata, task):
     owner, previous = kata.solution_of(task.previous)
     solution = loader.load(owner, solution=True)
     problem = PROBLEMS[task.problem]
-    built = TaskUnderTest.of_module(owner, previous, solution, KataBackend("mlir"), problem)
+    built = TaskUnderTest.of_module(owner, previous, solution, KataBackend("mlir"), problem=problem)
     _, scheduler = built.scheduled()
     mistakes = loop_nests.shape_mistakes(task.shape, scheduler.get_loop_nest(), problem, "mlir")
     assert mistakes, f"{previous} passes {task.function}'s shape {list(task.shape)}"

@@ -87,7 +87,7 @@ def test_schedule_mistakes_name_the_loop_and_the_fix(mistake, backend):
     problem = SPLIT if "split" in mistake else TUTORIAL
     with pytest.raises(KataFailure) as info:
         TaskUnderTest.of_module(
-            KATA_04, "schedule_vectorize", Learner(body), backend, problem
+            KATA_04, "schedule_vectorize", Learner(body), backend, problem=problem
         ).scheduled()
     message = str(info.value)
     assert message.startswith("04_scheduling › schedule_vectorize"), message
@@ -107,7 +107,7 @@ class LargeLearner:
 def test_a_schedule_large_that_returns_the_scheduler_is_named(backend):
     with pytest.raises(KataFailure) as info:
         TaskUnderTest.of_module(
-            find(8), "schedule_large", LargeLearner, backend, TUTORIAL, threads=1
+            find(8), "schedule_large", LargeLearner, backend, problem=TUTORIAL, threads=1
         ).scheduled()
     message = str(info.value)
     assert message.startswith("08_large_matmul › schedule_large(sch, threads) returned a")

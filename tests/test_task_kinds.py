@@ -6,7 +6,7 @@ import re
 import pytest
 
 from xtc_katas import ROOT
-from xtc_katas.checks.kinds import KINDS, NO_KIND, kind_of, schedules, tasks_where
+from xtc_katas.checks.kinds import KINDS, NO_KIND, kind_of, tasks_where
 from xtc_katas.checks.learner import Learner
 from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.kata.manifest import find, katas
@@ -54,7 +54,7 @@ def test_a_task_whose_kind_builds_nothing_says_so(tmp_path):
     learner = Learner.wrapping(kata, object())
     task = TaskUnderTest(kata, kata.task("explore"), learner, KataBackend("mlir"), None)
     with pytest.raises(LookupError, match=r"06_explore.explore is of kind 'search'"):
-        schedules(task)
+        task.schedules()
 
 
 def test_a_spec_writer_is_told_in_spec_keys_not_scheduler_calls():

@@ -2,13 +2,10 @@
 
 A kind says how the harness gets a schedule out of the learner's function: its `probe`
 calls the function in the learner's worker (checks/learner.py) and returns the schedule
-as plain data, the primitive calls made on a recording scheduler or a descript spec;
-`schedules()` builds it again here, on a fresh scheduler of the task's problem, checked
-(checks/schedule.py). A race over "unfused" (kata 09) gets the same schedule without its
-fusion from the same call. The kind's flags say which commands serve it: `xtc-katas show`
-(a probe), `report` and the tests' race over naive (raced), the race against numpy on
-threads (numpy_race), `explore` (explored). Every place that depends on a kind asks
-`kind_of(task)`; none compares kind names. A new kind is one entry in KINDS.
+as plain data, the primitive calls made on a recording scheduler or a descript spec,
+which the task under test builds again on a fresh scheduler. Its flags say which
+commands serve it. Every place that depends on a kind asks `kind_of(task)`; none
+compares kind names. A new kind is one entry in KINDS.
 """
 
 from __future__ import annotations
@@ -19,36 +16,18 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from xtc_katas.checks.schedule import (
-    Call,
-    ScheduleMistake,
-    check_schedule,
-    fresh_scheduler,
-    nest_signature,
-    recording,
-    replay,
-    schedule_spec,
-    without_fusion,
-)
+from xtc_katas.checks.schedule import Call, ScheduleMistake, fresh_scheduler, recording
 from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.observed import Proxy
 
-if TYPE_CHECKING:
-    from xtc_katas.checks.task_under_test import TaskUnderTest
-
-Built = tuple[Any, Any]  # (XTC backend, checked scheduler)
-
 #: The sample a task of kind "strategy" is raced with: the first one of this seed.
 STRATEGY_SEED = 0
 #: The samples `show --sample N` draws from a strategy: kata 07's search's.
 EXPLORED, EXPLORED_SEED = 30, 42
-
-
-# --- Probes: in the learner's worker, the function's schedule as plain data --------------
 
 
 @dataclass(frozen=True)
@@ -190,9 +169,6 @@ def search_probe(
     return explore(graph, backend.Backend, getattr(module, feed)(), peak)
 
 
-# --- The registry ------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Kind:
     """What a task's function gives the harness, and which commands serve it."""
@@ -265,16 +241,10 @@ KINDS: dict[str, Kind] = {
 NO_KIND = Kind("")
 
 
-def kind_of(task: Task | None) -> Kind:
-    """The kind of `task` (NO_KIND for a task without one, or no task)."""
-    if task is None or not task.kind:
-        return NO_KIND
-    if task.kind not in KINDS:
-        raise LookupError(
-            f"{task.function}: kind = {task.kind!r} is none of {sorted(KINDS)} (the registry "
-            "of xtc_katas/checks/kinds.py; katas/manifest.toml)"
-        )
-    return KINDS[task.kind]
+def kind_of(task: Task) -> Kind:
+    """The kind of `task`, NO_KIND for a task without one (the manifest's lint names a
+    kind that is not in KINDS)."""
+    return KINDS[task.kind] if task.kind else NO_KIND
 
 
 def feeder_of(kata: Kata, task: Task) -> Task:
@@ -286,68 +256,3 @@ def feeder_of(kata: Kata, task: Task) -> Task:
 def tasks_where(kata: Kata, wanted: str) -> list[Task]:
     """The kata's tasks whose kind has the flag `wanted` ("shown", "raced", ...)."""
     return [task for task in kata.tasks if getattr(kind_of(task), wanted)]
-
-
-# --- From plain data back to a schedule, in the harness's process ------------------------
-
-
-def schedules(
-    task: TaskUnderTest, option: Any = None, twin: bool = False
-) -> tuple[Built, Built | None]:
-    """(the task's checked schedule, with `twin` the same without its fusion, else None):
-    both from ONE call of the learner's function, whatever it does. `option`: what `show`
-    asks of a kind (a sample, a candidate)."""
-    return rebuilt(task, made(task, option), twin)
-
-
-def made(task: TaskUnderTest, option: Any = None) -> Any:
-    """What the learner's function made, as plain data: its probe's, in its process."""
-    kind = task.kind
-    if kind.probe is None:
-        raise LookupError(
-            f"{task.kata.id}.{task.function} is of kind {kind.name!r}: only a task of kind "
-            f"{', '.join(repr(k) for k, c in KINDS.items() if c.shown)} builds a schedule "
-            "(katas/manifest.toml)"
-        )
-    asked = Asked(
-        task.function,
-        f"{task.kata.id} › {task.function}",
-        task.backend,
-        task.problem,
-        task.threads,
-        option,
-    )
-    return task.learner.run(kind.probe, asked)
-
-
-def rebuilt(task: TaskUnderTest, data: Any, twin: bool = False) -> tuple[Built, Built | None]:
-    """The schedule `data` describes (a spec, or the primitive calls made), checked, on a
-    fresh scheduler here; with `twin`, the same without its fusion too."""
-    kata, label = task.kata.id, f"{task.function}{task.kind.call}"
-    if isinstance(data, dict):
-        fused = schedule_spec(kata, data, f"{task.function}()", task.backend, task.problem)
-        if not twin:
-            return fused, None
-        bare = without_fusion(data)
-        unfused = schedule_spec(kata, bare, f"{task.function}()", task.backend, task.problem)
-    else:
-        fused = replay(data, task.backend, task.problem)
-        check_schedule(fused[1], kata, task.function, task.problem)
-        if not twin:
-            return fused, None
-        try:
-            unfused = replay(data, task.backend, task.problem, unfused=True)
-        except Exception as exc:
-            raise ScheduleMistake(
-                f"{kata} › {label}: the same calls without fuse_consumer_at/fuse_producer_at "
-                f"(the schedule unfused, that yours races) fail in XTC with "
-                f"{type(exc).__name__}: {exc}. Make every other call stand without the fusion"
-            ) from exc
-        check_schedule(unfused[1], kata, task.function, task.problem)
-    if nest_signature(fused[1]) == nest_signature(unfused[1]):
-        raise ScheduleMistake(
-            f"{kata} › {label}: this schedule fuses nothing (no fuse_consumer_at or "
-            'fuse_producer_at call, no "fuse_consumer" annotation), so racing it against '
-            "itself unfused measures nothing: fuse the relu into C's nest"
-        )
-    return fused, unfused

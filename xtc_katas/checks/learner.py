@@ -1,19 +1,15 @@
 """The learner's module, behind one process boundary.
 
-The harness never imports the learner's module. A `Learner` forks a worker
-(isolation.Worker) that imports it and runs its functions there; what comes back is
-plain data: a number, a graph, the primitive calls a schedule function made, a spec, a
-search's reported figures. The harness compiles, times and judges in its own process from
-that data alone, so nothing the learner's code does (rebinding a judge, reading a secret,
-crashing, hanging, calling sys.exit) reaches a verdict: a crash or a hang is its own
-verdict, named, and the worker is forked again for the next call.
+The harness never imports the learner's module: a `Learner` forks a worker
+(isolation.Worker) that imports it and runs its functions there, and only plain data comes
+back, from which the harness compiles, times and judges. So nothing the learner's code
+does (rebinding a judge, crashing, hanging, sys.exit) reaches a verdict: a crash or a hang
+is its own verdict, and the next call forks a new worker.
 
-A call is `learner.some_function(*args)` (the arguments pickled to the worker, the result
-back) or `learner.run(probe, *args)`: `probe(module, *args)` in the worker, for a harness
-function that calls the learner's code with objects that live there (a recording
-scheduler, a counting Backend) and returns what it saw. The reference solutions are the
-harness's own code: `Learner(kata, solution=True, local=True)` runs them in-process, the
-same probes on the same path.
+`learner.f(*args)` calls `f` there; `learner.run(probe, *args)` runs `probe(module, *args)`
+there, for a harness function that hands the learner's code objects living there (a
+recording scheduler, a counting Backend) and returns what it saw. `local=True` runs the
+references, the harness's own code, in this process through the same probes.
 """
 
 from __future__ import annotations
@@ -86,14 +82,13 @@ class Learner:
         self._module: ModuleType | None = None
         self.loaded = Loaded.read(loader.module_path(kata, self.solution))
         if local:
-            _load(kata, self.solution)
-            self._module = _LOADED.pop("module")
+            self._module = loader.load(kata, self.solution)
 
     @classmethod
-    def wrapping(cls, kata: Kata, module: Any, solution: bool = False) -> Learner:
+    def wrapping(cls, kata: Kata, module: Any) -> Learner:
         """A local Learner of a module already imported (a harness test's planted one)."""
         learner = cls.__new__(cls)
-        learner.kata, learner.solution, learner.local = kata, solution, True
+        learner.kata, learner.solution, learner.local = kata, False, True
         learner._worker, learner._module = None, module
         learner.loaded = Loaded(frozenset(dir(module)), frozenset())
         return learner
@@ -122,16 +117,15 @@ class Learner:
         `time_limit_s` bounds it (default: isolation.TIME_LIMIT_S)."""
         if self._module is not None:
             return probe(self._module, *args, **kwargs)
-        self._start(*args)
-        assert self._worker is not None
+        worker = self._start(*args)
         named = f"{args[0]}()" if probe is call and args else getattr(probe, "__name__", "")
-        self._worker.what = what or f"{self.kata.id} › {named}"
-        self._worker.limit = time_limit_s or TIME_LIMIT_S
+        worker.what = what or f"{self.kata.id} › {named}"
+        worker.limit = time_limit_s or TIME_LIMIT_S
         try:
-            return self._worker.call(run_probe, probe, *args, **kwargs)
+            return worker.call(run_probe, probe, *args, **kwargs)
         except BaseException as exc:
             if not getattr(exc, "__notes__", None):  # raised here (a timeout): not by it
-                exc.add_note(f"while running {self._worker.what}")
+                exc.add_note(f"while running {worker.what}")
                 self.close(kill=True)  # it may still run: the next call forks anew
             raise
 

@@ -1,10 +1,8 @@
 """What a schedule built, read from its loop nest, and whether it has the shape a task asks.
 
-Every check reads `scheduler.get_loop_nest()`, which an imperative schedule (kata 04) and
-a declarative spec (kata 05) both produce, identically on MLIR and TVM. Each check
-returns the shortfalls in words a learner can act on; an empty list means the shape is
-there. Speed is judged elsewhere (side by side with the naive kernel): these checks say
-*why* a schedule is slow, or catch one that is fast for the wrong reason.
+Every check reads `scheduler.get_loop_nest()`, the same for a schedule and a spec, on MLIR
+and TVM, and returns the shortfalls in words a learner can act on ([]: the shape is
+there). They say *why* a schedule is slow, or catch one fast for the wrong reason.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
@@ -57,12 +55,12 @@ class Machine:
 
 
 @cache
-def machine(dtype: str = "float32") -> Machine:
+def machine() -> Machine:
     """XTC's own reading of the CPU (xtc.utils.cpu), plus the register file of that ISA."""
     from xtc.utils.cpu import cpu_info
 
     info = cpu_info()
-    lanes = int(info["vsize"][dtype])
+    lanes = int(info["vsize"]["float32"])
     if info.get("arch") in ("aarch64", "arm64"):  # NEON: 32 registers of 128 bits
         return Machine(lanes=lanes, registers=32, isa="NEON")
     wide = lanes * 4 >= 64  # 512-bit vectors: AVX-512 has 32 of them (zmm0-31)
@@ -94,19 +92,13 @@ def trip_count(node: Any, loop: Loop, sizes: dict[str, int] | None) -> int | Non
     """How many times `loop` runs per iteration of the loops around it: the extent it walks
     (the axis's size, or its tile's size) over the next tile of that axis inside it. None
     when the sizes are unknown or the axis is split (a segment's extent is its own)."""
-    if node.splits.get(loop.axis):
-        return None
-    whole = (sizes or {}).get(loop.axis)
-    chain = [(loop.axis, whole), *node.tiles.get(loop.axis, {}).items()]
+    chain = [(loop.axis, (sizes or {}).get(loop.axis)), *node.tiles.get(loop.axis, {}).items()]
     names = [name for name, _ in chain]
-    if loop.name not in names:
+    if node.splits.get(loop.axis) or loop.name not in names:
         return None
     at = names.index(loop.name)
-    extent = chain[at][1]
-    if extent is None:
-        return None
     inner = chain[at + 1][1] if at + 1 < len(chain) else 1
-    return -(-extent // inner)
+    return None if chain[at][1] is None else -(-chain[at][1] // inner)
 
 
 def _too_few_iterations(node: Any, loop: Loop, sizes: dict[str, int] | None) -> list[str]:
@@ -138,15 +130,9 @@ def loop_axes(loop_nest: Any) -> dict[str, str]:
     return axes
 
 
-def innermost(loop_nest: Any) -> list[tuple[Any, Loop]]:
-    """Each innermost loop that runs the body: one per node that ends in a real loop."""
-    axes = loop_axes(loop_nest)
-    found = []
-    for node in loop_nest.nodes:
-        node_loops = loops(node, axes)
-        if node_loops and not node_loops[-1].segment:
-            found.append((node, node_loops[-1]))
-    return found
+def _root(loop_nest: Any) -> tuple[Any, list[Loop]]:
+    """The nest's root node and its loops, outer to inner."""
+    return loop_nest.root_node, loops(loop_nest.root_node, loop_axes(loop_nest))
 
 
 def _where(node: Any) -> str:
@@ -154,34 +140,25 @@ def _where(node: Any) -> str:
 
 
 def stride_one(loop_nest: Any, problem: Problem) -> list[str]:
-    """The innermost loop walks the problem's vector axis (a matmul's j, along the rows of
-    B and C): consecutive addresses."""
-    axis = problem.vector_axis
+    """Each innermost loop that runs the body (one per node that ends in a loop, not a
+    split) walks the problem's vector axis (a matmul's j, along the rows of B and C):
+    consecutive addresses."""
+    axis, axes = problem.vector_axis, loop_axes(loop_nest)
+    innermost = [(node, loops(node, axes)[-1:]) for node in loop_nest.nodes]
     return [
         f"the innermost loop{_where(node)} is {loop.name!r}, over axis {loop.axis!r}: "
         f"each step jumps to another row in memory. Put a loop over {axis!r} last in the "
         "interchange"
-        for node, loop in innermost(loop_nest)
-        if loop.axis != axis
+        for node, last in innermost
+        for loop in last
+        if not loop.segment and loop.axis != axis
     ]
 
 
-def _outer_first(problem: Problem) -> list[str]:
-    """The problem's axes in the order its examples give them: the output's axes, then
-    its reductions (a matmul's i, j, k; a conv's b, h, w, f, r, s, c)."""
-    reductions = [dim for dim in problem.dims if dim in problem.reduction_axes]
-    return [*(dim for dim in problem.dims if dim not in reductions), *reductions]
-
-
-def vector_tile(loop_nest: Any, problem: Problem) -> list[str]:
-    """The innermost loop is a vectorized tile of the problem's vector axis, a multiple
-    of the lanes."""
-    return _vector_tile(loop_nest, loop_nest.root_node, problem.vector_axis)
-
-
-def _vector_tile(loop_nest: Any, node: Any, axis: str) -> list[str]:
-    """The node's innermost loop is a vectorized tile of `axis`, a multiple of the lanes."""
-    simd = machine()
+def vector_tile(loop_nest: Any, problem: Problem, node: Any = None) -> list[str]:
+    """The innermost loop of `node` (default: the root) is a vectorized tile of the
+    problem's vector axis, a multiple of the lanes."""
+    simd, axis, node = machine(), problem.vector_axis, node or loop_nest.root_node
     node_loops = loops(node, loop_axes(loop_nest))
     if not node_loops or node_loops[-1].segment:
         return [f"there is no innermost loop{_where(node)} to vectorize"]
@@ -209,20 +186,12 @@ def _vector_tile(loop_nest: Any, node: Any, axis: str) -> list[str]:
 
 def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
     """Inside the reduction loops, an unrolled tile of one of the problem's tile axes
-    times a vectorized tile of its vector axis: for a matmul, a tile of i by j inside k.
-
-    That tile of the output lives in vector registers for the whole reduction: each step
-    loads one vector of B's tile (or of the weights) and broadcasts one element of A (or
-    of the image) per unrolled step, and does i1 x j1/lanes FMAs. A convolution has
-    several reduction axes (r, s, c): the tile is inside all of them; and several axes
-    any of which can be the unrolled one: its output columns w or rows h (each of its
-    unrolled steps reads its own pixel of the image, and shares the weights' vector with
-    the others), with the output channels f as the vector.
-    """
-    node = loop_nest.root_node
+    times a vectorized tile of its vector axis: for a matmul, a tile of i by j inside k;
+    for a convolution, of w or h by f inside r, s and c. That tile of the output stays in
+    vector registers for the whole reduction, within the machine's register budget."""
+    node, node_loops = _root(loop_nest)
     j = problem.vector_axis
-    mistakes = _vector_tile(loop_nest, node, j)
-    node_loops = loops(node, loop_axes(loop_nest))
+    mistakes = vector_tile(loop_nest, problem)
     names = [loop.name for loop in node_loops]
     unrolled_axes = problem.tile_axes
     reductions = problem.reduction_axes
@@ -317,11 +286,11 @@ def split_main_part(loop_nest: Any, problem: Problem) -> list[str]:
     vectorized = [
         child
         for child in root.children
-        if child.root in segments and not _vector_tile(loop_nest, child, axis)
+        if child.root in segments and not vector_tile(loop_nest, problem, child)
     ]
     if not vectorized:
         first = next((c for c in root.children if c.root in segments), None)
-        why = _vector_tile(loop_nest, first, axis) if first is not None else []
+        why = vector_tile(loop_nest, problem, first) if first is not None else []
         return [
             f"no segment of {axis!r} has a vectorized tile: vectorize the main part"
             + (f" ({why[0]})" if why else "")
@@ -333,8 +302,7 @@ def parallel_outer(loop_nest: Any, problem: Problem) -> list[str]:
     """The outermost loop runs in parallel, over an axis without a reduction, and has
     iterations to share (by the problem's axis sizes)."""
     parallel_axes = _output_axes(problem)
-    root = loop_nest.root_node
-    root_loops = loops(root, loop_axes(loop_nest))
+    root, root_loops = _root(loop_nest)
     if not root.parallelize:
         return [
             "no loop is parallelized: parallelize([...]) the outermost loop, over "
@@ -385,14 +353,13 @@ def fused_consumer(loop_nest: Any, problem: Problem) -> list[str]:
     block are final."""
     k = _one(problem.reduction_axes)
     node_name = problem.scheduled_node
-    node = loop_nest.root_node
+    node, node_loops = _root(loop_nest)
     if not node.fuse_consumer_at:
         return [
             f"the relu still runs in a nest of its own, after the whole of {node_name}: fuse "
             f"it into {node_name}'s nest at one of its loops (fuse_consumer_at, or "
             '"fuse_consumer" on that loop of a spec), one where the block is finished'
         ]
-    node_loops = loops(node, loop_axes(loop_nest))
     return [
         f"the relu is fused at {at!r}, inside the {k!r} loop (the interchange is "
         f"{node.interchange}): there {node_name} holds partial sums, so fuse at a loop "
@@ -404,15 +371,10 @@ def fused_consumer(loop_nest: Any, problem: Problem) -> list[str]:
 
 def fused_part_rows(loop_nest: Any, problem: Problem) -> list[str]:
     """Where a fused relu's blocks are parts of rows of C, not whole rows: advice for a
-    slow fused kernel, not a shape mistake (on MLIR such a fusion costs nothing).
-
-    On TVM, XTC 0.3.2's relu is one-dimensional: a fused block of C is copied as the one
-    range of C that covers it, whole rows for a block of rows, 1552 floats for a 4x16
-    block of a 512-wide C (kata 09's lesson).
-    """
+    slow fused kernel on TVM, whose one-dimensional relu copies the whole range of C that
+    covers a block (kata 09's lesson), not a shape mistake."""
     j = problem.vector_axis
-    node = loop_nest.root_node
-    node_loops = loops(node, loop_axes(loop_nest))
+    node, node_loops = _root(loop_nest)
     names = [loop.name for loop in node_loops]
     found = []
     for at in node.fuse_consumer_at:
@@ -431,14 +393,12 @@ def fused_part_rows(loop_nest: Any, problem: Problem) -> list[str]:
 
 
 def blocked(loop_nest: Any, problem: Problem) -> list[str]:
-    """The output is computed block by block (kata 10's C): the tile axis i and the vector
-    axis j are tiled into blocks smaller than the matrix, their loops over blocks (the
-    axes' outer loops) are the two outermost loops, and the reduction k is walked in
-    steps (a tile of k)."""
+    """The output is computed block by block (kata 10's C): i and j are tiled into blocks
+    smaller than the matrix, their loops over blocks are the two outermost loops, and the
+    reduction k is walked in steps (a tile of k)."""
     i, j, k = _one(problem.tile_axes), problem.vector_axis, _one(problem.reduction_axes)
     sizes = problem.axis_sizes
-    node = loop_nest.root_node
-    node_loops = loops(node, loop_axes(loop_nest))
+    node, node_loops = _root(loop_nest)
     names = [loop.name for loop in node_loops]
     mistakes = [
         f"axis {axis!r} is not tiled: a tile of it (strip_mine) makes its blocks, the loop "
@@ -499,15 +459,11 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
 
 def permuted(loop_nest: Any, problem: Problem) -> list[str]:
     """Inside a block: a row of the output's block (a tile of i), then a tile of the
-    reduction k, then the vector tile of j.
-
-    One row of the block (j1 / lanes vectors) then stays in registers while the k tile
-    runs, and A is read along its rows (stride 1) instead of down its columns.
-    """
+    reduction k, then the vector tile of j: that row stays in registers while the k tile
+    runs, and A is read along its rows instead of down its columns."""
     i, j, k = _one(problem.tile_axes), problem.vector_axis, _one(problem.reduction_axes)
-    node = loop_nest.root_node
-    node_loops = loops(node, loop_axes(loop_nest))
-    mistakes = _vector_tile(loop_nest, node, j)
+    node, node_loops = _root(loop_nest)
+    mistakes = vector_tile(loop_nest, problem)
     last_three = [loop.axis for loop in node_loops[-3:]]
     if last_three != [i, k, j] or node_loops[-2].size is None:
         mistakes.append(
@@ -518,16 +474,13 @@ def permuted(loop_nest: Any, problem: Problem) -> list[str]:
     return mistakes
 
 
-def packed(loop_nest: Any, problem: Problem, input_idx: int = 1) -> list[str]:
-    """Input `input_idx` (a matmul's B) is copied into a packed buffer (pack_at) at a loop
-    outside
-    the reduction: once per block, the whole panel the block reads over k (or, at the
-    loop over rows of blocks, all of B once per row of blocks: the same copying, 16 MiB
-    at 512^3, as TVM's tutorial packs all of B). Packed inside a loop over k, the copy
-    runs again at every step of that loop."""
+def packed(loop_nest: Any, problem: Problem) -> list[str]:
+    """Input 1 (a matmul's B) is copied into a packed buffer (pack_at) at a loop outside
+    the reduction, once per block (or per row of blocks); packed inside a loop over k, the
+    copy runs again at every step of that loop."""
+    input_idx = 1
     name, k = problem.input_names[input_idx], _one(problem.reduction_axes)
-    node = loop_nest.root_node
-    node_loops = loops(node, loop_axes(loop_nest))
+    node, node_loops = _root(loop_nest)
     at = [loop for loop, entry in node.pack_at.items() if entry[0] == input_idx]
     if not at:
         return [
@@ -552,15 +505,12 @@ RECORDS_BUFFER_AT = ("tvm",)
 
 def write_cache(loop_nest: Any, problem: Problem, backend: str) -> list[str]:
     """The output's block (kata 10's C) accumulates in a write buffer, outside the
-    reduction and inside the loops over blocks (of every axis but the reduction), so that
-    it holds one block, with the reduction's tile unrolled. On a backend that drops
-    buffer_at unrecorded (MLIR), only the unroll shows. (Learner review: buffer_at("i")
-    in the order i, j, k, a row of blocks, got the speed test's "your loop nest has this
-    step's shape".)"""
+    reduction and inside the loops over blocks of every other axis, so that it holds one
+    block, with the reduction's tile unrolled. On a backend that does not record
+    buffer_at (MLIR), only the unroll shows."""
     k, block = _one(problem.reduction_axes), (*problem.tile_axes, problem.vector_axis)
     output = problem.scheduled_node
-    node = loop_nest.root_node
-    node_loops = loops(node, loop_axes(loop_nest))
+    node, node_loops = _root(loop_nest)
     mistakes = []
     if not node.buffer_at and backend in RECORDS_BUFFER_AT:
         mistakes.append(
@@ -599,15 +549,12 @@ def write_cache(loop_nest: Any, problem: Problem, backend: str) -> list[str]:
 
 
 def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
-    """The output is shared by the cores (kata 11's convolution): the parallel loop walks
-    an axis of the output (the lesson's choice, a conv's rows h, the outermost one with
-    iterations to share; or its columns or channels: each output element is computed by
-    one thread either way), nothing that repeats runs outside it (an axis of size 1, a
-    batch of one image, may), and it has iterations to share."""
+    """The output is shared by the cores (kata 11's convolution): the parallel loops walk
+    axes of the output (each output element is computed by one thread), nothing that
+    repeats runs outside them (an axis of size 1 may), and they have iterations to share."""
     parallel_axes, sizes = _output_axes(problem), problem.axis_sizes
     rows = next((dim for dim in parallel_axes if sizes[dim] > 1), parallel_axes[0])
-    root = loop_nest.root_node
-    root_loops = loops(root, loop_axes(loop_nest))
+    root, root_loops = _root(loop_nest)
     parallel = [loop for loop in root_loops if loop.name in root.parallelize]
     if not parallel:
         return ["no loop is parallelized: parallelize the outermost loop over the output"]
@@ -643,27 +590,24 @@ def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
 
 
 #: The shape checks a task may name in the manifest (its `shape`), each read on the
-#: task's problem: its vector axis, tile axes, reductions and sizes, and the backend.
-#: `task.assert_shape()` asserts the task's list, in order; the harness's own tests read
-#: the same list (tests/test_loop_nests.py).
-SHAPES: dict[str, Callable[[Any, Problem, str], list[str]]] = {
-    "stride_one": lambda nest, problem, backend: stride_one(nest, problem),
-    "vector_tile": lambda nest, problem, backend: vector_tile(nest, problem),
-    "register_tile": lambda nest, problem, backend: register_tile(nest, problem),
-    "split_main_part": lambda nest, problem, backend: split_main_part(nest, problem),
-    "parallel_outer": lambda nest, problem, backend: parallel_outer(nest, problem),
-    "fused_consumer": lambda nest, problem, backend: fused_consumer(nest, problem),
-    "blocked": lambda nest, problem, backend: blocked(nest, problem),
-    "permuted": lambda nest, problem, backend: permuted(nest, problem),
-    "packed": lambda nest, problem, backend: packed(nest, problem),
+#: task's problem (write_cache: and backend); `task.assert_shape()` asserts the list.
+SHAPES: dict[str, Callable[..., list[str]]] = {
+    "stride_one": stride_one,
+    "vector_tile": vector_tile,
+    "register_tile": register_tile,
+    "split_main_part": split_main_part,
+    "parallel_outer": parallel_outer,
+    "fused_consumer": fused_consumer,
+    "blocked": blocked,
+    "permuted": permuted,
+    "packed": packed,
     "write_cache": write_cache,
-    "parallel_rows": lambda nest, problem, backend: parallel_rows(nest, problem),
+    "parallel_rows": parallel_rows,
 }
 
 
 def _one(axes: tuple[str, ...]) -> str:
-    """The one axis of a check that reads a single one (a matmul's k, its i): kata 10's
-    checks of blocks and packing are written for one reduction and one tile axis."""
+    """The one axis of a check written for one (kata 10's: a matmul's k, its i)."""
     if len(axes) != 1:
         raise LookupError(f"this shape check reads one axis, the problem has {axes}")
     return axes[0]
@@ -676,4 +620,5 @@ def shape_mistakes(
     unknown = [name for name in names if name not in SHAPES]
     if unknown:
         raise LookupError(f"no shape check {unknown}; the checks are {sorted(SHAPES)}")
-    return [m for name in names for m in SHAPES[name](loop_nest, problem, backend)]
+    checks = {**SHAPES, "write_cache": partial(write_cache, backend=backend)}
+    return [m for name in names for m in checks[name](loop_nest, problem)]

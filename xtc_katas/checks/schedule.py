@@ -1,21 +1,18 @@
 """A schedule from plain data, checked before anything is compiled.
 
-What a learner's function gives crosses the process boundary as plain data
-(checks/learner.py): the primitive calls it made on a recording scheduler (`Call`), or a
-descript spec. Here the harness builds the schedule again from that data on a fresh
-scheduler (`replay`, `schedule_spec`) and checks it. Scheduling primitives only record:
-TVM validates the loop nest when it builds it, while MLIR silently ignores an unknown
-axis, an interchange that forgets one, vectorizing a loop that is not innermost, and
-compiles a parallelized reduction into racy code. `check_schedule` reads
-`scheduler.get_loop_nest()` (the same structure on both backends) and names the mistake
-and the fix, for both.
+A learner's function gives the harness plain data (checks/learner.py): the primitive
+calls it made on a recording scheduler (`Call`), or a descript spec, which the harness
+builds again on a fresh scheduler (`replay`, `schedule_spec`). `check_schedule` then
+reads the loop nest, the same on both backends, and names each mistake and its fix: TVM
+rejects some of them, but MLIR silently ignores an unknown axis or an interchange that
+forgets one, and compiles a parallelized reduction into racy code.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from xtc_katas.checks.loop_nests import loop_axes
@@ -54,13 +51,6 @@ class Call:
     args: tuple
     kwargs: dict
 
-    def apply(self, scheduler: Any) -> None:
-        getattr(scheduler, self.name)(*copy.deepcopy(self.args), **copy.deepcopy(self.kwargs))
-
-    def __str__(self) -> str:
-        shown = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
-        return f"sch.{self.name}({', '.join(shown)})"
-
 
 def recording(scheduler: Any, label: str) -> tuple[Proxy, list[Call]]:
     """What a learner's f(sch) receives: `scheduler` itself, each primitive call recorded
@@ -93,7 +83,7 @@ def replay(
     impl, scheduler = fresh_scheduler(backend, problem)
     for call in calls:
         if not (unfused and call.name in FUSING):
-            call.apply(scheduler)
+            getattr(scheduler, call.name)(*copy.deepcopy(call.args), **copy.deepcopy(call.kwargs))
     return impl, scheduler
 
 
@@ -107,24 +97,13 @@ def without_fusion(spec: Any) -> Any:
 
 
 def nest_signature(scheduler: Any) -> list[tuple[Any, ...]]:
-    """The loop nest `scheduler` records, as plain values (one tuple per node, its
-    abstract dims first): equal signatures, the same schedule."""
+    """The loop nest `scheduler` records, as plain values (its abstract dims, then each
+    node's fields but its links to the others): equal signatures, the same schedule."""
     loop_nest = scheduler.get_loop_nest()
-    fields = (
-        "root",
-        "tiles",
-        "splits",
-        "interchange",
-        "vectorize",
-        "parallelize",
-        "unroll",
-        "buffer_at",
-        "pack_at",
-        "fuse_producer_at",
-        "fuse_consumer_at",
-        "external_at",
-    )
-    nodes = [tuple(getattr(node, field, None) for field in fields) for node in loop_nest.nodes]
+    nodes = [
+        tuple(getattr(node, f.name) for f in fields(node) if f.name not in ("parent", "children"))
+        for node in loop_nest.nodes
+    ]
     return [tuple(loop_nest.abstract_dims), *nodes]
 
 
@@ -259,11 +238,8 @@ def schedule_mistakes(scheduler: Any, problem: Problem) -> list[str]:
 
 
 def check_schedule(scheduler: Any, kata: str, function: str, problem: Problem) -> None:
-    """Raise ScheduleMistake naming the kata, the function and each mistake of the
-    schedule of `problem`'s scheduled node.
-
-    `function` is a name ("schedule_split") or a fuller label ("candidate_specs() › 'x'").
-    """
+    """Raise ScheduleMistake naming the kata, `function` (a name, "schedule_split", or a
+    label, "candidate_specs() › 'x'") and each mistake of the schedule."""
     label = function if "(" in function else f"{function}()"
     try:
         mistakes = schedule_mistakes(scheduler, problem)

@@ -1,18 +1,14 @@
 """The `task` fixture: one task of the kata under test, the one object its judges take.
 
-A test names its task with a marker, `@pytest.mark.task("schedule_split")`; the object
-then knows the function, the learner's module behind its process boundary, the problem
-it runs on (the manifest's `problem`), the backend and the threads, so the test reads as
-the task's three judgements and nothing else:
+A test names its task with a marker; the object knows the function, the learner's module
+behind its process boundary, the problem it runs on, the backend and the threads:
 
     @pytest.mark.task("schedule_split")
     def test_schedule_split_computes_the_matmul(task):
         task.assert_computes()
 
-A kernel is compiled once per pytest session: the computes test, the speed test and a
-numpy race of a task read one module (`compiled`). That is safe within a session only:
-each run (a save, `watch`, the notebook's run button) is a new process and compiles
-afresh. A learner's kernel is never written to the on-disk cache (module_cache.py).
+What the function made, and the kernel compiled from it, are kept for the session (`memo`):
+each run is a new process, which calls and compiles afresh.
 """
 
 from __future__ import annotations
@@ -25,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from xtc_katas.checks import kinds, loop_nests
+from xtc_katas.checks import kinds, loop_nests, schedule
 from xtc_katas.checks.learner import Learner
+from xtc_katas.checks.schedule import ScheduleMistake
 from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import numerics
@@ -36,13 +33,10 @@ from xtc_katas.measure.workdir import Workdir
 if TYPE_CHECKING:
     from xtc_katas.checks.speed_rule import Bar
 
-#: The inputs every numerics check feeds: random, signed, and the edge values.
-INPUT_KINDS = ("random", "signed", "edge")
+Built = tuple[Any, Any]  # (XTC backend, checked scheduler)
 
-#: This session's compiled kernels, by what they are compiled from (TaskUnderTest.memo).
+#: This session's schedules and kernels, by what they are made from (TaskUnderTest.memo).
 _COMPILED: dict[tuple[Any, ...], Any] = {}
-
-
 _REFERENCES: dict[str, Learner] = {}
 
 
@@ -73,6 +67,10 @@ class TaskUnderTest:
     #: (every core: backends.set_thread_defaults), which a sequential kernel leaves idle.
     threads: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.problem is None:
+            self.problem = PROBLEMS.get(self.task.problem)
+
     @property
     def cores(self) -> int:
         """The cores its % of peak is of: its threads, every core for a parallel task."""
@@ -80,21 +78,12 @@ class TaskUnderTest:
 
     @classmethod
     def of_module(
-        cls,
-        kata: Kata,
-        function: str,
-        module: Any,
-        backend: KataBackend,
-        problem: Problem | None = None,
-        threads: int | None = None,
+        cls, kata: Kata, function: str, module: Any, backend: KataBackend, **given: Any
     ) -> TaskUnderTest:
-        """The task of `function` on a module already imported, run in this process: a
-        harness test's planted answer, or a reference."""
-        task = kata.task(function)
-        if task is None:
-            raise LookupError(f"{kata.id} has no task {function} (katas/manifest.toml)")
-        learner = Learner.wrapping(kata, module)
-        return cls(kata, task, learner, backend, None, problem=problem, threads=threads)  # type: ignore[arg-type]
+        """The task of `function` on a module already imported, run in this process (a
+        harness test's planted answer); `given`: its problem, its threads."""
+        learner, task = Learner.wrapping(kata, module), kata.task(function)
+        return cls(kata, task, learner, backend, None, **given)  # type: ignore[arg-type]
 
     def on_threads(self, threads: int) -> TaskUnderTest:
         """The same task, its kernel scheduled for and raced on `threads` threads."""
@@ -103,10 +92,6 @@ class TaskUnderTest:
     @property
     def function(self) -> str:
         return self.task.function
-
-    def __post_init__(self) -> None:
-        if self.problem is None:
-            self.problem = PROBLEMS.get(self.task.problem)
 
     @property
     def kind(self) -> kinds.Kind:
@@ -141,22 +126,68 @@ class TaskUnderTest:
             _COMPILED[key] = build()
         return _COMPILED[key]
 
-    def made(self) -> Any:
-        """What the learner's function made (plain data), from ONE call of it per session:
-        the nest the shape test reads is the one compiled, its unfused twin the same."""
-        return self.memo(("made",), lambda: kinds.made(self))
+    def made(self, option: Any = None) -> Any:
+        """What the learner's function made, as plain data: its kind's probe's, in its
+        process, from ONE call per session (the nest the shape test reads is the one
+        compiled, its unfused twin the same). `option`: what `show` asks of the kind."""
+        kind = self.kind
+        if kind.probe is None:
+            raise LookupError(
+                f"{self.kata.id}.{self.function} is of kind {kind.name!r}, which builds no "
+                "schedule (katas/manifest.toml)"
+            )
+        label = f"{self.kata.id} › {self.function}"
+        asked = kinds.Asked(self.function, label, self.backend, self.problem, self.threads, option)
+        return self.memo(("made", option), lambda: self.learner.run(kind.probe, asked))
 
-    def scheduled(self) -> kinds.Built:
-        """(XTC backend, checked scheduler) of the learner's function."""
-        return kinds.rebuilt(self, self.made())[0]
+    def schedules(self, option: Any = None, twin: bool = False) -> tuple[Built, Built | None]:
+        """(its checked schedule, with `twin` the same without its fusion, else None), both
+        built here on fresh schedulers from what the function made, once."""
+        data, kata, function = self.made(option), self.kata.id, self.function
+        label = f"{kata} › {function}{self.kind.call}"
+
+        def built(unfused: bool) -> Built:
+            if isinstance(data, dict):  # a spec
+                spec = schedule.without_fusion(data) if unfused else data
+                return schedule.schedule_spec(
+                    kata, spec, f"{function}()", self.backend, self.problem
+                )
+            try:
+                impl, scheduler = schedule.replay(data, self.backend, self.problem, unfused)
+            except Exception as exc:
+                if not unfused:
+                    raise
+                raise ScheduleMistake(
+                    f"{label}: the same calls without fuse_consumer_at/fuse_producer_at (the "
+                    f"schedule unfused, that yours races) fail in XTC with {type(exc).__name__}: "
+                    f"{exc}. Make every other call stand without the fusion"
+                ) from exc
+            schedule.check_schedule(scheduler, kata, function, self.problem)
+            return impl, scheduler
+
+        fused = built(unfused=False)
+        if not twin:
+            return fused, None
+        unfused = built(unfused=True)
+        if schedule.nest_signature(fused[1]) == schedule.nest_signature(unfused[1]):
+            raise ScheduleMistake(
+                f"{label}: this schedule fuses nothing (no fuse_consumer_at or "
+                'fuse_producer_at call, no "fuse_consumer" annotation), so racing it against '
+                "itself unfused measures nothing: fuse the relu into C's nest"
+            )
+        return fused, unfused
+
+    def scheduled(self) -> Built:
+        return self.schedules()[0]
+
+    def loop_nest(self) -> Any:
+        return self.scheduled()[1].get_loop_nest()
 
     def compiled_pair(self) -> tuple[Any, Any]:
-        """(the kernel, its unfused twin or None), compiled once per session; a
-        reference's is kept in the on-disk cache (module_cache.py)."""
+        """(the kernel, its unfused twin or None), compiled once per session."""
 
         def build() -> tuple[Any, Any]:
-            twin = self.task.baseline == "unfused"
-            fused, unfused = kinds.rebuilt(self, self.made(), twin)
+            fused, unfused = self.schedules(twin=self.task.baseline == "unfused")
             stem = self.function + (f"_{self.threads}threads" if self.threads else "")
             return self.compile(fused, stem), (
                 self.compile(unfused, f"{stem}_unfused", unfused=True) if unfused else None
@@ -167,11 +198,12 @@ class TaskUnderTest:
     def compiled(self) -> Any:
         return self.compiled_pair()[0]
 
-    def compile(self, built: kinds.Built, stem: str, unfused: bool = False) -> Any:
-        """`built` compiled in the work dir; a reference's through the on-disk cache."""
+    def compile(self, built: Built, stem: str, unfused: bool = False) -> Any:
+        """`built` compiled in the work dir; a reference's through the on-disk cache
+        (module_cache.py), a learner's never."""
         impl, scheduler = built
         key = None
-        if self.learner.local and self.learner.solution:  # a reference: cached on disk
+        if self.learner.local and self.learner.solution:
             key = {
                 "kernel": "solution",
                 "kata": self.kata.id,
@@ -182,18 +214,14 @@ class TaskUnderTest:
             }
         return self.workdir.compile(impl, scheduler.schedule(), stem, cache_key=key)
 
-    def loop_nest(self) -> Any:
-        return self.scheduled()[1].get_loop_nest()
-
-    def assert_computes(self, kinds: tuple[str, ...] = INPUT_KINDS) -> None:
+    def assert_computes(self, kinds: tuple[str, ...] = ("random", "signed", "edge")) -> None:
         """The compiled kernel computes the problem on harness-made inputs of `kinds`
         (numerics.py)."""
         numerics.assert_computes(self.compiled(), self.problem, self.backend.name, kinds)
 
     def shape_mistakes(self) -> list[str]:
-        """What the loop nest lacks of the shape the manifest names for this task (its
-        `shape`: checks of loop_nests.SHAPES, read on the task's problem); [] when it is
-        there."""
+        """What the loop nest lacks of the manifest's `shape` for this task, in the terms
+        the learner writes; [] when it is there."""
         if not self.task.shape:
             raise LookupError(f"{self.kata.id}.{self.function}: no shape in the manifest")
         nest = self.loop_nest()

@@ -21,7 +21,6 @@ from xtc_katas.checks.kinds import (
     EXPLORED_SEED,
     STRATEGY_SEED,
     kind_of,
-    schedules,
     tasks_where,
 )
 from xtc_katas.checks.learner import Learner
@@ -123,7 +122,7 @@ def main(args: argparse.Namespace) -> int:
                     try:
                         with Learner(kata, solution=side == "reference") as learner:
                             task = TaskUnderTest(kata, entry, learner, backend, workdir)
-                            (impl, scheduler), _ = schedules(task, option)
+                            (impl, scheduler), _ = task.schedules(option)
                     except NotImplementedError:
                         print(not_implemented(kata, entry.function))
                         print("  (or see the reference's: add --reference)")
