@@ -11,9 +11,9 @@ probabilities the lesson states (a search that does not learn passes with probab
 below 1/1000; the reference passed 3000 races of 3000).
 
 The last test runs your optimizer inside XTC's own exploration driver, on a real
-compiler. It checks what XTC did with it (built, asked, compiled, measured, told,
-finished) and that the best schedule XTC found computes right and beats the naive one,
-timed again side by side. It does not judge your search (8 compiles are too few), nor
+compiler. It checks that XTC got a full batch at every step and compiled and measured
+every sample, and that the best schedule XTC found computes right and beats the naive
+one, timed again side by side. It does not judge your search (8 compiles are too few), nor
 XTC's own timing of it (one reading, on a busy machine).
 """
 
