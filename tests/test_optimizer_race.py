@@ -499,25 +499,23 @@ def test_a_right_search_passes(search):
 # --- the real run: what XTC did, judged from its record -------------------------------------
 
 
-def record(**changes) -> race.ExplorationRecord:
+def record(**changes) -> tuple[list[int], list]:
     """What XTC's exploration records for a right optimizer: 8 trials in batches of 3."""
-    results = [(list(x), 0, 5e-5) for x in race.sample_fn(8, 0)]
-    found = race.ExplorationRecord([3, 3, 3], results)
-    for name, value in changes.items():
-        setattr(found, name, value)
-    return found
+    found = {"batches": [3, 3, 3], "results": [(list(x), 0, 5e-5) for x in race.sample_fn(8, 0)]}
+    found.update(changes)
+    return found["batches"], found["results"]
 
 
 def test_a_right_exploration_has_no_mistake():
-    assert race.exploration_mistakes(record()) == []
+    assert kata_tests().exploration_mistakes(*record()) == []
 
 
 def test_exploration_mistakes_name_short_batches_and_failed_samples():
-    short = record(batches=[2, 2, 2])
-    assert any("batches of [2, 2, 2] samples" in m for m in race.exploration_mistakes(short))
-    failed = record()
-    failed.results = [(x, 1 if n == 2 else 0, t) for n, (x, _, t) in enumerate(failed.results)]
-    assert any("could not compile or run" in m for m in race.exploration_mistakes(failed))
+    mistakes = kata_tests().exploration_mistakes
+    assert any("batches of [2, 2, 2] samples" in m for m in mistakes(*record(batches=[2] * 3)))
+    _, results = record()
+    failed = [(x, 1 if n == 2 else 0, t) for n, (x, _, t) in enumerate(results)]
+    assert any("could not compile or run" in m for m in mistakes(*record(results=failed)))
 
 
 def one_per_call(sample_fn, batch, seed):
