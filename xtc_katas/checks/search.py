@@ -246,7 +246,6 @@ def honesty_mistakes(
     the best FINALISTS are timed again on fresh compiles, `recompile(name)`
     (retimed_mistakes): re-timing 30 candidates would cost minutes.
     """
-    best = finalists(run)
     unrun: list[str] = []
     observed: list[str | None] = []
     retimed = {}
@@ -258,7 +257,7 @@ def honesty_mistakes(
             unrun.append(unrun_mistake(figure, name))
         elif run.times[n]:
             observed.append(observed_mistake(figure, run.times[n], problem, peak_fmas_per_s, name))
-        elif n in best:
+        elif n in finalists(run):
             retimed[name] = recompile(name)
     mistakes = unrun + [mistake for mistake in observed if mistake]
     if retimed:
