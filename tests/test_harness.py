@@ -220,13 +220,13 @@ def test_honesty_confirms_a_too_fast_report_on_fresh_twins_before_failing_it(mon
     monkeypatch.setattr(search_checks, "run_isolated", lambda function, *args: function(*args))
     # The harness's first twin landed slow (2x); the second, a fresh compile, reads true.
     module = {"tile": HintedModule(2 * true_seconds)}
-    found = search_checks.honesty_mistakes({"tile": honest}, module, TUTORIAL, peak, recompile)
+    found = search_checks.retimed_mistakes({"tile": honest}, module, TUTORIAL, peak, recompile)
     assert found == [] and made == ["tile", "tile"], "a second twin was enough"
 
     # A search that counts 2 flops per FMA stays 2x too fast on every twin.
     twins, made = iter([fast_twin] * 3), []
     module = {"tile": HintedModule(true_seconds)}
-    found = search_checks.honesty_mistakes({"tile": 2 * honest}, module, TUTORIAL, peak, recompile)
+    found = search_checks.retimed_mistakes({"tile": 2 * honest}, module, TUTORIAL, peak, recompile)
     assert len(found) == 1 and "2.00x" in found[0]
     assert len(made) == search_checks.CONFIRMATIONS
     assert fast_twin.asked and fast_twin.asked[0] == {"repeat": 5, "min_repeat_ms": 20}
@@ -254,10 +254,9 @@ def test_honesty_judges_a_search_on_the_times_its_own_evaluator_returned(
 
     monkeypatch.setattr(search_checks, "time_side_by_side", None)  # never called
     peak, times = 1e11, [3e-6, 1e-6, 1.5e-6, 1.2e-6, 2e-6]
-    reported = {"tile": percent_of_peak(TUTORIAL.fmas, figure(times), peak)}
-    found = search_checks.honesty_mistakes(
-        reported, {"tile": None}, TUTORIAL, peak, observed={"tile": times}
-    )
+    reported = percent_of_peak(TUTORIAL.fmas, figure(times), peak)
+    run = search_checks.SearchRun(items=[(0, 1, "tile", reported)], times=[times], ran=[True])
+    found = search_checks.honesty_mistakes(run, ["tile"], TUTORIAL, peak, recompile=None)
     assert (found == []) == passes, found
     if not passes:
         assert "the 5 times its own XTC evaluator returned" in found[0]
@@ -270,14 +269,10 @@ def test_a_figure_reported_for_a_module_never_run_is_made_up(monkeypatch):
     from xtc_katas.kata.problems import TUTORIAL
 
     monkeypatch.setattr(search_checks, "time_side_by_side", None)  # never called
-    found = search_checks.honesty_mistakes(
-        {"tile": 9.0, "broken": 0.0},
-        {"tile": None, "broken": None},
-        TUTORIAL,
-        1e11,
-        observed={"tile": [], "broken": []},
-        ran={"tile": False, "broken": False},
+    run = search_checks.SearchRun(
+        items=[(0, 2, "tile", 9.0), (1, 2, "broken", 0.0)], times=[[], []], ran=[False, False]
     )
+    found = search_checks.honesty_mistakes(run, ["tile", "broken"], TUTORIAL, 1e11, None)
     assert len(found) == 1 and "without running the module compiled for it" in found[0]
 
 
@@ -298,7 +293,7 @@ def test_a_search_is_judged_on_its_own_candidates_too(monkeypatch, inflate, pass
         ran=[True, True, False],
     )
     recompiled = []
-    found = search_checks.own_run_mistakes(run, ["a", "b", "c"], TUTORIAL, peak, recompiled.append)
+    found = search_checks.honesty_mistakes(run, ["a", "b", "c"], TUTORIAL, peak, recompiled.append)
     assert (found == []) == passes, found
     assert not recompiled  # every figure had times of its own: nothing timed again
     if not passes:
@@ -412,7 +407,8 @@ def test_honesty_compares_a_too_slow_report_with_xtcs_evaluator_as_the_hint_call
     )
     monkeypatch.setattr(search_checks, "run_isolated", lambda function, *args: function(*args))
     reported = reported_share * percent_of_peak(TUTORIAL.fmas, true_seconds, peak)
-    found = search_checks.honesty_mistakes({"tile": reported}, {"tile": module}, TUTORIAL, peak)
+    modules = {"tile": module}
+    found = search_checks.retimed_mistakes({"tile": reported}, modules, TUTORIAL, peak, modules.get)
     assert module.asked == [{"repeat": 5, "min_repeat_ms": 20}]
     if passes:
         assert found == []

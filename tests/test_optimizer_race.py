@@ -4,9 +4,9 @@ learners' likeliest answers, wrong ones failing for the right reason, right ones
 Each answer is a make_optimizer or a search a learner could write. The kata's own tests
 (katas/12_optimizer/test_optimizer.py) are called on it directly, as pytest would call
 them, so what is checked here is exactly what judges a learner. The probabilities the
-rule rests on are measured with `python -m xtc_katas.checks.optimizer_race` (the lesson
-gives the figures); these tests check the arithmetic, and that each answer is judged
-right on a fresh secret.
+rule rests on are measured with `python tests/test_optimizer_race.py NAME` (at the end of
+this file; docs/calibration/12_optimizer.md gives the figures); these tests check the
+arithmetic, and that each answer is judged right on a fresh secret.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ import gc
 import importlib.util
 import math
 import random
+import secrets
+import statistics
 import sys
+import time
 from functools import cache
 from types import ModuleType, SimpleNamespace
 
@@ -293,7 +296,7 @@ def distance(a, b) -> float:
 
 
 def hill_climber(sample_fn, batch, seed):
-    """For `python -m xtc_katas.checks.optimizer_race tests/test_optimizer_race.py:hill_climber`."""
+    """For `python tests/test_optimizer_race.py hill_climber`."""
     return HillClimber(sample_fn, batch, seed)
 
 
@@ -318,11 +321,17 @@ def test_peeking_at_the_old_hidden_best_is_judged_not_learning():
     assert verdict and "on 0 seeds" in verdict and "hardly depend on what observe()" in verdict
 
 
+def in_process_race(make_optimizer, secret):
+    """The race run in this process, where the landscapes are within the optimizer's reach."""
+    sides = race.oracles(secret, race.SEEDS, race.BUDGET)
+    for side in sides:
+        race.run_learner(make_optimizer, side, race.SEEDS, race.BUDGET)
+    return race.score(sides, race.SEEDS, race.BUDGET, secret)
+
+
 @pytest.mark.slow  # searches the landscape as a gaming learner would: 9 s
 def test_looking_for_the_landscape_finds_it_only_where_the_race_does_not_run():
-    assert race.race_against_random(Peeker.make, secret=3, isolated=False).passes, (
-        "a real cheat, in-process"
-    )
+    assert in_process_race(Peeker.make, secret=3).passes, "a real cheat, in-process"
     verdict = race_verdict(Peeker.make)
     assert verdict and "hardly depend on what observe() told you" in verdict
 
@@ -381,7 +390,7 @@ def test_right_answers_pass_every_cost_model_test(answer):
 def test_the_reference_passes_with_room_on_several_secrets():
     """The measured rate (lesson): no failure in 3000 secrets; here, a margin on three."""
     for secret in range(100, 103):
-        result = race.race_against_random(solution().make_optimizer, secret=secret, isolated=False)
+        result = race.race_against_random(solution().make_optimizer, secret=secret)
         assert result.wins >= race.WINS + 5 and result.placebo_wins >= race.WINS + 8, (
             secret,
             result.wins,
@@ -490,37 +499,23 @@ def test_a_right_search_passes(search):
 # --- the real run: what XTC did, judged from its record -------------------------------------
 
 
-def record(**changes) -> race.ExplorationRecord:
+def record(**changes) -> tuple[list[int], list]:
     """What XTC's exploration records for a right optimizer: 8 trials in batches of 3."""
-    samples = [list(x) for x in race.sample_fn(9, 0)]
-    calls = []
-    for step in range(3):
-        batch = samples[3 * step : 3 * step + 3]
-        calls.append(("suggest", batch))
-        taken = batch[: min(3, race.EXPLORE_TRIALS - 3 * step)]
-        calls.append(("observe", (taken, [0.1] * len(taken))))
-    calls.append(("finished", None))
-    results = [(x, 0, 5e-5) for x in samples[:8]]
-    found = race.ExplorationRecord(("Strategy_PPRPRPvr", 3, 0), calls, results)
-    for name, value in changes.items():
-        setattr(found, name, value)
-    return found
+    found = {"batches": [3, 3, 3], "results": [(list(x), 0, 5e-5) for x in race.sample_fn(8, 0)]}
+    found.update(changes)
+    return found["batches"], found["results"]
 
 
 def test_a_right_exploration_has_no_mistake():
-    assert race.exploration_mistakes(record()) == []
+    assert kata_tests().exploration_mistakes(*record()) == []
 
 
-def test_exploration_mistakes_name_short_batches_failed_samples_and_a_missing_finish():
-    short = record()
-    short.calls = [(k, v[:2] if k == "suggest" else v) for k, v in short.calls]
-    assert any("batches of [2, 2, 2] samples" in m for m in race.exploration_mistakes(short))
-    failed = record()
-    failed.results = [(x, 1 if n == 2 else 0, t) for n, (x, _, t) in enumerate(failed.results)]
-    assert any("could not compile or run" in m for m in race.exploration_mistakes(failed))
-    unfinished = record()
-    unfinished.calls = unfinished.calls[:-1]
-    assert any("never called finished()" in m for m in race.exploration_mistakes(unfinished))
+def test_exploration_mistakes_name_short_batches_and_failed_samples():
+    mistakes = kata_tests().exploration_mistakes
+    assert any("batches of [2, 2, 2] samples" in m for m in mistakes(*record(batches=[2] * 3)))
+    _, results = record()
+    failed = [(x, 1 if n == 2 else 0, t) for n, (x, _, t) in enumerate(results)]
+    assert any("could not compile or run" in m for m in mistakes(*record(results=failed)))
 
 
 def one_per_call(sample_fn, batch, seed):
@@ -537,3 +532,68 @@ def test_short_batches_are_named_before_learning():
     short = verdict.index("evaluated fewer samples than the budget")
     assert "Give exactly `batch` samples at every call" in verdict
     assert "hardly depend" not in verdict[:short]
+
+
+# --- measuring the rule: python tests/test_optimizer_race.py NAME --trials N ----------------
+
+
+def optimizer_named(name: str, trial: int):
+    """The make_optimizer NAME gives race `trial`: the reference ("solution"),
+    RandomOptimizer with another seed offset per race ("random-offset") or with fresh
+    entropy per optimizer ("unseeded-random"), or a make_optimizer of this file."""
+    if name == "solution":
+        return solution().make_optimizer
+    if name == "random-offset":
+        return lambda f, b, s: race.random_optimizer(f, b, s + 1000 * (trial + 1))
+    if name == "unseeded-random":
+        return lambda f, b, s: race.random_optimizer(f, b, secrets.randbits(32))
+    return globals()[name]
+
+
+def pass_rates(argv: list[str] | None = None) -> None:
+    """Race an optimizer on many secrets and count how often it passes."""
+    import argparse
+
+    from xtc_katas.measure import machine
+
+    parser = argparse.ArgumentParser(
+        prog="python tests/test_optimizer_race.py", description=pass_rates.__doc__
+    )
+    parser.add_argument(
+        "optimizer",
+        help="solution, random-offset, unseeded-random, or a make_optimizer of this file "
+        "(hill_climber, FixedCover, Repeater, PeekHiddenBest)",
+    )
+    parser.add_argument("--trials", type=int, default=100)
+    parser.add_argument("--first", type=int, default=0, help="the first secret")
+    args = parser.parse_args(argv)
+    race.space()
+    started = time.monotonic()
+    secrets_raced = range(args.first, args.first + args.trials)
+    results = [
+        race.race_against_random(optimizer_named(args.optimizer, n), secret=n)
+        for n in secrets_raced
+    ]
+    seconds = (time.monotonic() - started) / args.trials
+    print(machine.describe())
+    print(
+        f"{args.optimizer}: {args.trials} races (secrets {args.first}..{secrets_raced[-1]}, "
+        f"{len(race.SEEDS)} seeds each, pass: {race.WINS} wins of each kind), "
+        f"{seconds:.2f} s per race"
+    )
+    for name, counts in (
+        ("RandomOptimizer", [r.wins for r in results]),
+        ("the placebo", [r.placebo_wins for r in results]),
+    ):
+        mean, spread = statistics.mean(counts), statistics.pstdev(counts)
+        print(
+            f"  wins over {name}: min {min(counts)}, mean {mean:.2f}, standard deviation "
+            f"{spread:.2f}, max {max(counts)}"
+        )
+    beat, learned = sum(r.beats_random for r in results), sum(r.learns for r in results)
+    passed = sum(r.passes for r in results)
+    print(f"  beat RandomOptimizer: {beat}, learned: {learned}, passed: {passed} of {args.trials}")
+
+
+if __name__ == "__main__":
+    pass_rates()

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from xtc_katas.checks.speed_rule import (
     ABOVE_PREVIOUS,
     HEADROOM,
+    Bar,
     SpeedBelowBar,
     Speedups,
     bar,
@@ -126,12 +127,17 @@ def cap(f: Figures) -> float:
     return find(f.kata).cap(f.task, f.backend)
 
 
+def judged(race: Speedups, cap: float | None, *words: str, why: str = "") -> Bar:
+    """The rule's verdict on a race: judge() with this run's bar."""
+    return judge(race, bar(race, cap, why), *words)
+
+
 @pytest.mark.parametrize(("profile", "f"), CASES, ids=IDS)
 @pytest.mark.parametrize("noise", [0.95, 1.0, 1.05])
 def test_a_correct_solution_passes_on_every_machine_with_room_to_spare(profile, f, noise):
     learner = f.reference * noise  # the reference's code, timed once more
     race = Speedups(learner=learner, reference=f.reference, previous=f.previous)
-    applied = judge(race, cap(f), "k", "x naive", "advice")
+    applied = judged(race, cap(f), "k", "x naive", "advice")
     assert applied.margin(learner) >= MARGIN, f"{profile}: {applied}"
 
 
@@ -156,7 +162,7 @@ def test_the_previous_technique_fails_wherever_speed_can_tell_them_apart(profile
         learner = f.previous * noise  # the previous task's schedule handed in again
         race = Speedups(learner=learner, reference=f.reference, previous=f.previous)
         with pytest.raises(SpeedBelowBar):
-            judge(race, cap(f), "k", "x naive", "advice")
+            judged(race, cap(f), "k", "x naive", "advice")
 
 
 def test_the_bar_follows_the_reference_when_the_machine_is_slower():
@@ -167,9 +173,9 @@ def test_the_bar_follows_the_reference_when_the_machine_is_slower():
     assert "reference" in applied.reason
     # A learner's GOTO-style 4x16 kernel that ran 0.57x numpy on that machine passes;
     # one that forgot packing (0.3x) does not.
-    judge(Speedups(learner=0.57, reference=0.71), 0.65, "k", "x numpy", "a")
+    judged(Speedups(learner=0.57, reference=0.71), 0.65, "k", "x numpy", "a")
     with pytest.raises(SpeedBelowBar, match=r"0\.3x x numpy, below this run's bar of 0\.497x"):
-        judge(Speedups(learner=0.3, reference=0.71), 0.65, "k", "x numpy", "a")
+        judged(Speedups(learner=0.3, reference=0.71), 0.65, "k", "x numpy", "a")
 
 
 def test_the_cap_holds_on_a_fast_machine():
@@ -187,7 +193,7 @@ def test_a_cap_below_the_previous_technique_is_raised_above_it():
 
 def test_the_failure_names_the_figures_of_the_run():
     with pytest.raises(SpeedBelowBar) as failure:
-        judge(
+        judged(
             Speedups(learner=20, reference=56, previous=27),
             38,
             "04_scheduling › schedule_register_tile()",
@@ -242,13 +248,13 @@ def test_a_step_that_does_not_pay_is_said_so_with_both_speedups():
     # and the vectorize reference 16.8x in the same race.
     why = "LLVM had vectorized the blocked loop already"
     race = Speedups(learner=16.4, reference=16.8, previous=17.8)
-    applied = judge(race, 6, "10_gemm › gemm_vectorize()", "x naive", "advice", why=why)
+    applied = judged(race, 6, "10_gemm › gemm_vectorize()", "x naive", "advice", why=why)
     assert "did not pay in this run" in applied.step_note
     assert "16.8x" in applied.step_note and "17.8x" in applied.step_note
     assert why in applied.step_note
     # ... and in a failure of the same run, below the figures.
     with pytest.raises(SpeedBelowBar, match="did not pay in this run"):
-        judge(Speedups(learner=2, reference=16.8, previous=17.8), 6, "k", "x naive", "a", why=why)
+        judged(Speedups(learner=2, reference=16.8, previous=17.8), 6, "k", "x naive", "a", why=why)
 
 
 def test_a_small_gain_is_named_as_small():

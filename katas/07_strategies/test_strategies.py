@@ -206,20 +206,18 @@ def test_explore_strategy_reports_what_the_harness_measures(
 ):
     samples, run = harness_run()
     strategy = harness_strategy(STRATEGY.graph())
-    named = {str(sample): sample for n, sample in enumerate(samples) if n != INVALID_AT}
+    named = {str(sample): sample for sample in samples}
 
-    def twin(name):  # a fresh compile: a figure that reads too fast is re-read on a twin
+    def twin(name):  # a fresh compile of the sample
         return compile_sample(strategy, named[name], backend, workdir, "twin")
 
-    modules = {name: twin(name) for name in named}
-    # What your search reported, and the times its own XTC evaluators returned, sample by
-    # sample: your figure is judged on them (a search that times some other way, on the
-    # twins; a figure for a module never run fails).
-    reported, observed, ran = run.by_name([str(list(item[2])) for item in run.items])
+    # Each figure your search reported is judged on the times its own XTC evaluators
+    # returned (a search that times some other way, on fresh compiles: twins; a figure
+    # for a module never run fails).
+    drawn = [str(sample) for sample in samples]
+    reported = run.reported(drawn)
     record_perf(reported={k: round(v, 1) for k, v in reported.items()})
-    mistakes = search_checks.honesty_mistakes(
-        reported, modules, STRATEGY, peak(), recompile=twin, observed=observed, ran=ran
-    )
+    mistakes = search_checks.honesty_mistakes(run, drawn, STRATEGY, peak(), twin)
     # The same holds on your own strategy's samples, the search `xtc-katas explore 7`
     # shows (once make_strategy, the task before this one, is written).
     with contextlib.suppress(NotImplementedError):
@@ -230,5 +228,5 @@ def test_explore_strategy_reports_what_the_harness_measures(
             index = names.index(name)
             return compile_own(learner_module, [index], backend, workdir, "own_twin")[index]
 
-        mistakes += search_checks.own_run_mistakes(own, names, STRATEGY, peak(), own_twin)
+        mistakes += search_checks.honesty_mistakes(own, names, STRATEGY, peak(), own_twin)
     search_checks.require(mistakes, WHERE)

@@ -11,9 +11,9 @@ probabilities the lesson states (a search that does not learn passes with probab
 below 1/1000; the reference passed 3000 races of 3000).
 
 The last test runs your optimizer inside XTC's own exploration driver, on a real
-compiler. It checks what XTC did with it (built, asked, compiled, measured, told,
-finished) and that the best schedule XTC found computes right and beats the naive one,
-timed again side by side. It does not judge your search (8 compiles are too few), nor
+compiler. It checks that XTC got a full batch at every step and compiled and measured
+every sample, and that the best schedule XTC found computes right and beats the naive
+one, timed again side by side. It does not judge your search (8 compiles are too few), nor
 XTC's own timing of it (one reading, on a busy machine).
 """
 
@@ -23,7 +23,11 @@ import numpy as np
 import pytest
 
 from xtc_katas.checks import optimizer_race as race
+from xtc_katas.checks.schedule import fresh_scheduler
 from xtc_katas.kata.failures import KataFailure
+from xtc_katas.kata.problems import STRATEGY
+from xtc_katas.measure import numerics
+from xtc_katas.measure.timing import time_side_by_side
 
 #: A landscape for the tests that check the loop, not the search: its best is in plain view.
 PRACTICE = race.CostModel(best=(8, 4, 2, 1, 1, 32, 16), salt=12)
@@ -233,17 +237,113 @@ def test_search_observes_each_batch_before_the_next_suggest(learner_module):
 
 # --- make_optimizer, inside XTC's exploration ---------------------------------------------
 
+#: 8 trials in batches of 3: XTC asks for 3, 3, then 3 of which it evaluates 2.
+TRIALS, BATCH = 8, 3
+
+
+def explored(module, backend, directory, peak_flops):
+    """In your module's process: XTC's Exploration (search="iterative") with your optimizer
+    registered in XTC's registry, the search kata 07 did by hand, on the strategy the race
+    searches: how many samples each suggest() gave, and XTC's results (sample, status,
+    seconds)."""
+    import importlib
+    import os
+
+    from xtc.search.explore import Exploration, ExplorationConfig
+    from xtc.search.optimizers import BaseOptimizerPreset, Optimizers
+
+    from xtc_katas.measure.backends import KataBackend
+    from xtc_katas.measure.observed import Proxy
+
+    batches = []
+
+    def suggest(inner):
+        batch = inner()
+        batches.append(len(batch))
+        return batch
+
+    class Registered(BaseOptimizerPreset):
+        """What XTC's registry expects: a class built with (sample_fn, batch, seed, file)."""
+
+        def __new__(cls, sample_fn, batch, seed, config_file=""):
+            return Proxy(module.make_optimizer(sample_fn, batch, seed), suggest=suggest)
+
+    Optimizers._map["xtc-katas-learner"] = Registered
+    # XTC's driver imports xtc.backends.<name>.Backend itself: hand it the harness's class,
+    # which compiles for XTC_KATAS_ISA when set, as the re-measurement will (this
+    # process's modules only).
+    importlib.import_module(f"xtc.backends.{backend}").Backend = KataBackend(backend).Backend
+    os.chdir(directory)  # XTC writes its results and run manifest where it runs
+    config = ExplorationConfig(
+        operator="matmul",
+        dims=[64, 128, 256],  # the race's strategy problem (problems.STRATEGY)
+        strategy="tile_pprprp_vr",  # Strategy_PPRPRPvr, race.strategy()
+        search="iterative",
+        optimizer="xtc-katas-learner",
+        trials=TRIALS,
+        batch=BATCH,
+        backends=[backend],
+        jobs=1,
+        threads=1,
+        seed=0,
+        peak_flops=peak_flops,
+        output=os.path.join(directory, "results.csv"),
+        explore_dir=directory,
+        quiet=True,
+    )
+    results = Exploration(config).run()
+    return batches, [(race.plain([x])[0], int(code), float(s)) for x, code, s, _ in results]
+
+
+def remeasured(sample, backend, workdir):
+    """The naive schedule and `sample`'s, compiled here, `sample`'s checked against numpy,
+    then both timed side by side."""
+    modules = {}
+    for name in ("naive", "best"):
+        impl, scheduler = fresh_scheduler(backend, STRATEGY)
+        if name == "best":
+            race.strategy().generate(scheduler, list(sample))
+        modules[name] = workdir.compile(impl, scheduler.schedule(), stem=name)
+    try:
+        numerics.assert_computes(modules["best"], STRATEGY, backend.name)
+    except AssertionError as wrong:
+        raise KataFailure(
+            f"12_optimizer › make_optimizer(): the best schedule of XTC's exploration, "
+            f"{sample}, compiled again by the harness, computes a {wrong}. The strategy "
+            "builds a right schedule from each of its samples: suggest only samples drawn "
+            "with sample_fn"
+        ) from None
+    return time_side_by_side(modules, STRATEGY)
+
+
+def exploration_mistakes(batches, results):
+    """What your optimizer made XTC's exploration lose: short batches (XTC evaluates what
+    it is given and does not ask again), samples XTC could not compile or run. (XTC's
+    loop builds, asks, tells and finishes every optimizer alike.)"""
+    mistakes = []
+    if short := [size for size in batches if size < BATCH]:
+        mistakes.append(
+            f"suggest() gave batches of {short} samples for a batch of {BATCH}: XTC "
+            "evaluates what it is given and does not ask again, so the budget is lost"
+        )
+    if failed := [(x, code) for x, code, _ in results if code != 0]:
+        mistakes.append(f"XTC could not compile or run {failed} (sample, error code)")
+    return mistakes
+
 
 @pytest.mark.perf
 def test_make_optimizer_runs_inside_xtcs_exploration(
     learner_module, backend, workdir, peak, record_perf
 ):
-    found = race.explore_for_real(learner_module, backend.name, str(workdir.path), peak())
-    if mistakes := race.exploration_mistakes(found):
+    what = "XTC's exploration, driven by your optimizer,"
+    batches, results = learner_module.run(
+        explored, backend.name, str(workdir.path), peak(), what=what, time_limit_s=300
+    )
+    if mistakes := exploration_mistakes(batches, results):
         listed = "\n".join(f"  - {m}" for m in mistakes)
         fail(f"make_optimizer(): in XTC's exploration on {backend.name}:\n{listed}")
-    sample, reported = min(found.measured, key=lambda item: item[1])
-    timings = race.remeasure(sample, backend, workdir)  # fails if it computes wrong
+    sample, _, reported = min(results, key=lambda result: result[2])
+    timings = remeasured(sample, backend, workdir)  # fails if it computes wrong
     speedup = timings.speedup("best", "naive")
     record_perf(best=str(sample), xtc_us=reported * 1e6, speedup=speedup)
     if speedup <= 1:

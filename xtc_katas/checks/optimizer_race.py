@@ -1,10 +1,6 @@
-"""Kata 12's race: a learner's optimizer against XTC's RandomOptimizer, at equal budgets.
-
-XTC's search (`xtc.search.explore.Exploration.evaluate_iterative`) builds an optimizer
-with `(sample_fn, batch, seed, config_file)`, and then, for each step of `batch` trials,
-evaluates `suggest()[:size]` (size: `batch`, or what is left of the trials) and calls
-`observe(x, y)` with each one's fraction of peak (higher is better). Compiling is the
-cost, so optimizers are compared at an equal number of evaluations.
+"""Kata 12's race: a learner's optimizer against XTC's RandomOptimizer, at equal budgets
+(compiling is a search's cost, so optimizers are compared at an equal number of
+evaluations, in XTC's loop: `drive`).
 
 The race runs on a cost model instead of a compiler: a landscape over the real samples of
 an XTC strategy, free to evaluate, so that many seeds fit in a few seconds and the verdict
@@ -26,13 +22,14 @@ Three things keep the verdict honest:
   seed, whatever its design.
 - The verdict is a sign test: WINS of the SEEDS against RandomOptimizer and WINS against
   the placebo, where WINS is the smallest count a fair coin reaches with probability
-  below SIGNIFICANCE. `main()` below measures how often searches pass (the lesson,
-  katas/12_optimizer/README.md, gives the figures).
+  below SIGNIFICANCE. How often searches pass is measured by
+  `python tests/test_optimizer_race.py NAME` (docs/calibration/12_optimizer.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import multiprocessing.connection
 import random
@@ -73,6 +70,7 @@ TIME_LIMIT_S = 300.0
 
 Sample = list[int]
 SampleFn = Callable[[int, int], Iterator[Sample]]
+MakeOptimizer = Callable[[SampleFn, int, int], Any]
 Evaluate = Callable[[list[Sample]], list[float]]
 
 
@@ -144,8 +142,6 @@ class CostModel:
 
     best: tuple[int, ...]
     salt: int = 0
-    width: float = WIDTH
-    roughness: float = ROUGHNESS
 
     def __call__(self, sample: Sequence[int]) -> float:
         if len(sample) and all(isinstance(x, (list, tuple)) for x in sample):
@@ -159,7 +155,7 @@ class CostModel:
             (math.log2(max(x, 1)) - math.log2(max(b, 1))) ** 2
             for x, b in zip(sample, self.best, strict=True)
         )
-        return math.exp(-octaves / (2 * self.width**2)) * (1 - self.roughness * self._bump(sample))
+        return math.exp(-octaves / (2 * WIDTH**2)) * (1 - ROUGHNESS * self._bump(sample))
 
     def _bump(self, sample: Sequence[int]) -> float:
         digest = hashlib.blake2b(repr((self.salt, tuple(sample))).encode(), digest_size=8)
@@ -190,11 +186,7 @@ class Run:
         return max(self.values, default=0.0)
 
     def best_so_far(self) -> list[float]:
-        best, curve = 0.0, []
-        for value in self.values:
-            best = max(best, value)
-            curve.append(best)
-        return curve
+        return list(itertools.accumulate(self.values, max))
 
     def scored_on(self, model: CostModel) -> Run:
         return Run([list(x) for x in self.samples], [model(x) for x in self.samples])
@@ -251,7 +243,7 @@ def plain(samples: Any) -> list[Sample]:
 
 
 def run_learner(
-    make_optimizer: Callable[[SampleFn, int, int], Any],
+    make_optimizer: MakeOptimizer,
     ask: Callable[[int, list[Sample]], list[float]],
     seeds: Sequence[int],
     budget: int,
@@ -315,8 +307,7 @@ class OptimizerRace:
     @property
     def short(self) -> int:
         """Seeds on which the learner evaluated fewer samples than RandomOptimizer, which
-        fills every batch: its suggest() gave short batches (learner review: the race
-        then said only that its suggestions hardly depend on observe())."""
+        fills every batch: its suggest() gave short batches."""
         return sum(len(self.learner[s].samples) < len(self.random[s].samples) for s in self.learner)
 
     @property
@@ -375,12 +366,12 @@ class OptimizerRace:
         )
 
 
-#: The optimizer a race's worker holds (in the worker only).
-_HELD: list[Callable[[SampleFn, int, int], Any]] = []
+#: The make_optimizer a race's worker holds (in the worker only).
+_HELD: list[MakeOptimizer] = []
 
 
-def _hold(make_optimizer: Callable[[SampleFn, int, int], Any] | None) -> None:
-    _HELD[:] = [make_optimizer] if make_optimizer else []
+def _hold(make_optimizer: MakeOptimizer) -> None:
+    _HELD[:] = [make_optimizer]
 
 
 def searches(module: Any, seeds: Sequence[int], budget: int) -> None:
@@ -414,19 +405,24 @@ def serve(workers: dict[Worker, Oracle], seeds: int, budget: int) -> None:
                 del waiting[connection]
 
 
+def oracles(secret: int, seeds: Sequence[int], budget: int) -> list[Oracle]:
+    """The two sides of a race: each seed's landscapes, drawn with the secret."""
+    return [
+        Oracle({seed: landscape(secret, seed, side) for seed in seeds}, budget) for side in (0, 1)
+    ]
+
+
 def race_against_random(
-    optimizer: Learner | Callable[[SampleFn, int, int], Any],
+    optimizer: Learner | MakeOptimizer,
     seeds: Sequence[int] = SEEDS,
     budget: int = BUDGET,
     secret: int | None = None,
-    isolated: bool = True,
 ) -> OptimizerRace:
     """Race an optimizer (the learner's module, or a make_optimizer) against
-    RandomOptimizer on landscapes drawn from a new secret.
+    RandomOptimizer on landscapes drawn from a new secret (or from `secret`).
 
     The optimizer runs in two workers, forked alike before the secret exists, so they
-    hold no trace of the landscapes. `isolated=False` runs a make_optimizer the harness
-    trusts in this process, where it could find them: its simulations, which need speed.
+    hold no trace of the landscapes.
     """
     import xtc.search.optimizers  # noqa: F401  (sklearn: ~2 s to import, once, before any fork)
 
@@ -437,306 +433,30 @@ def race_against_random(
         if isinstance(optimizer, Learner) and not optimizer.local:
             learners = [Learner(optimizer.kata, optimizer.solution) for _ in range(2)]
             workers = [learner.submit(searches, seeds, budget) for learner in learners]
-        elif isolated:
+        else:
             make = optimizer.module.make_optimizer if isinstance(optimizer, Learner) else optimizer
             workers = [Worker(_hold, make, what="your optimizer") for _ in range(2)]
             for worker in workers:
                 worker.submit(run_probe, searches, seeds, budget)
         secret = secrets.randbits(128) if secret is None else secret
-        oracles = [
-            Oracle({seed: landscape(secret, seed, side) for seed in seeds}, budget)
-            for side in (0, 1)
-        ]
-        if workers:
-            serve(dict(zip(workers, oracles, strict=True)), len(seeds), budget)
-        else:
-            for oracle in oracles:
-                run_learner(optimizer, oracle, seeds, budget)  # type: ignore[arg-type]
+        sides = oracles(secret, seeds, budget)
+        serve(dict(zip(workers, sides, strict=True)), len(seeds), budget)
     finally:
         for each in [*learners, *workers]:
             each.close()
-    return _score(oracles, seeds, budget, secret)
+    return score(sides, seeds, budget, secret)
 
 
-def _score(oracles: list[Oracle], seeds: Sequence[int], budget: int, secret: int) -> OptimizerRace:
+def score(sides: list[Oracle], seeds: Sequence[int], budget: int, secret: int) -> OptimizerRace:
+    """Each seed's run the secret picks, its placebo, and RandomOptimizer's run on the
+    same landscape."""
     result = OptimizerRace({}, {}, {})
     for seed in seeds:
         side = real_side(secret, seed)
-        model = oracles[side].models[seed]
-        result.learner[seed] = oracles[side].runs[seed]
-        result.placebo[seed] = oracles[1 - side].runs[seed].scored_on(model)
+        model = sides[side].models[seed]
+        result.learner[seed] = sides[side].runs[seed]
+        result.placebo[seed] = sides[1 - side].runs[seed].scored_on(model)
         scored = Oracle({seed: model}, budget)
-        batch = batch_of(seed)
-        drive(
-            random_optimizer(sample_fn, batch, seed),
-            lambda in_x, seed=seed, scored=scored: scored(seed, plain(in_x)),
-            budget,
-            batch,
-        )
+        run_learner(random_optimizer, scored, [seed], budget)
         result.random[seed] = scored.runs[seed]
     return result
-
-
-# --- the real run: XTC's exploration driver, with the learner's optimizer registered -----
-
-EXPLORE_STRATEGY = "tile_pprprp_vr"  # Strategy_PPRPRPvr, the space the cost model uses
-EXPLORE_TRIALS = 8
-#: 8 trials in batches of 3: XTC asks for 3, 3, then 3 of which it evaluates 2.
-EXPLORE_BATCH = 3
-EXPLORE_SEED = 0
-REGISTERED_AS = "xtc-katas-learner"
-
-
-@dataclass
-class ExplorationRecord:
-    """What XTC's `Exploration` did with the learner's optimizer, as recorded in the child:
-    how it built it, every call it made, and its results `(sample, status, seconds)`."""
-
-    built_with: tuple[str, int, int]  # (the sample function's owner class, batch, seed)
-    calls: list[tuple[str, Any]]
-    results: list[tuple[Sample, int, float]]
-
-    @property
-    def measured(self) -> list[tuple[Sample, float]]:
-        return [(x, seconds) for x, status, seconds in self.results if status == 0]
-
-
-def explore_for_real(
-    learner: Learner, backend: str, directory: str, peak_flops: float
-) -> ExplorationRecord:
-    """XTC's `Exploration` (search="iterative") with the learner's optimizer registered in
-    XTC's registry: the search kata 07 did by hand, driven by XTC, in the learner's
-    worker: a crashing kernel fails the test, not the run."""
-    return learner.run(
-        _explore,
-        backend,
-        directory,
-        peak_flops,
-        what="XTC's exploration, driven by your optimizer,",
-        time_limit_s=300,
-    )
-
-
-class _Recording:
-    """The learner's optimizer, with every call XTC makes to it written down."""
-
-    def __init__(self, inner: Any, calls: list[tuple[str, Any]]) -> None:
-        self.inner, self.calls = inner, calls
-
-    def suggest(self) -> Any:
-        batch = self.inner.suggest()
-        self.calls.append(("suggest", plain(batch)))
-        return batch
-
-    def observe(self, x: Any, y: Any) -> None:
-        self.calls.append(("observe", (plain(x), [float(v) for v in y])))
-        self.inner.observe(x, y)
-
-    def finished(self) -> None:
-        self.calls.append(("finished", None))
-        self.inner.finished()
-
-
-def _explore(
-    module: Any,
-    backend: str,
-    directory: str,
-    peak_flops: float,
-) -> ExplorationRecord:
-    import importlib
-    import os
-
-    from xtc.search.explore import Exploration, ExplorationConfig
-    from xtc.search.optimizers import BaseOptimizerPreset, Optimizers
-
-    from xtc_katas.measure.backends import KataBackend
-
-    calls: list[tuple[str, Any]] = []
-    built: list[tuple[str, int, int]] = []
-
-    class Registered(BaseOptimizerPreset):
-        """What XTC's registry expects: a class built with (sample_fn, batch, seed, file)."""
-
-        def __new__(cls, sample_fn: SampleFn, batch: int, seed: int, config_file: str = ""):
-            owner = type(getattr(sample_fn, "__self__", sample_fn)).__name__
-            built.append((owner, batch, seed))
-            return _Recording(module.make_optimizer(sample_fn, batch, seed), calls)
-
-    Optimizers._map[REGISTERED_AS] = Registered
-    # XTC's driver imports xtc.backends.<name>.Backend itself: hand it the harness's class,
-    # which compiles for XTC_KATAS_ISA when set, as the re-measurement will (this child's
-    # modules only: it was forked).
-    importlib.import_module(f"xtc.backends.{backend}").Backend = KataBackend(backend).Backend
-    os.chdir(directory)  # XTC writes its results and run manifest where it runs
-    config = ExplorationConfig(
-        operator="matmul",
-        dims=[64, 128, 256],  # the tutorial's strategy problem (problems.STRATEGY)
-        strategy=EXPLORE_STRATEGY,
-        search="iterative",
-        optimizer=REGISTERED_AS,
-        trials=EXPLORE_TRIALS,
-        batch=EXPLORE_BATCH,
-        backends=[backend],
-        jobs=1,
-        threads=1,
-        seed=EXPLORE_SEED,
-        peak_flops=peak_flops,
-        output=os.path.join(directory, "results.csv"),
-        explore_dir=directory,
-        quiet=True,
-    )
-    results = Exploration(config).run()
-    return ExplorationRecord(
-        built[0] if built else ("", 0, 0),
-        calls,
-        [(plain([x])[0], int(status), float(seconds)) for x, status, seconds, _ in results],
-    )
-
-
-def exploration_mistakes(found: ExplorationRecord) -> list[str]:
-    """What XTC's exploration did not do with the learner's optimizer, as it should have:
-    build it with the strategy's sampler, ask a batch per step, measure every sample it
-    was given, tell it each one's value, and say it is finished."""
-    mistakes = []
-    owner, batch, seed = found.built_with
-    if (owner, batch, seed) != ("Strategy_PPRPRPvr", EXPLORE_BATCH, EXPLORE_SEED):
-        mistakes.append(
-            f"XTC built the optimizer with {(owner, batch, seed)}, expected the strategy's "
-            f"sample method, batch {EXPLORE_BATCH}, seed {EXPLORE_SEED}"
-        )
-    suggested = [x for kind, x in found.calls if kind == "suggest"]
-    observed = [x for kind, x in found.calls if kind == "observe"]
-    steps = math.ceil(EXPLORE_TRIALS / EXPLORE_BATCH)
-    short = [len(x) for x in suggested if len(x) < EXPLORE_BATCH]
-    if short:
-        mistakes.append(
-            f"suggest() gave batches of {short} samples for a batch of {EXPLORE_BATCH}: XTC "
-            "evaluates what it is given and does not ask again, so the budget is lost"
-        )
-    if len(suggested) != steps or len(observed) != steps:
-        mistakes.append(
-            f"XTC called suggest() {len(suggested)} times and observe() {len(observed)} "
-            f"times for {EXPLORE_TRIALS} trials in batches of {EXPLORE_BATCH} ({steps} each)"
-        )
-    evaluated = [x for xs, _ in observed for x in xs]
-    if [x for x, _, _ in found.results] != evaluated:
-        mistakes.append("XTC's results are not the samples it told the optimizer about")
-    failed = [(x, status) for x, status, _ in found.results if status != 0]
-    if failed:
-        mistakes.append(f"XTC could not compile or run {failed} (sample, error code)")
-    if [kind for kind, _ in found.calls][-1:] != ["finished"]:
-        mistakes.append("XTC never called finished(): its search did not end normally")
-    return mistakes
-
-
-def remeasure(sample: Sample, backend: Any, workdir: Any) -> Any:
-    """The naive schedule and `sample`'s, compiled by the harness, `sample`'s checked
-    against numpy, then both timed side by side."""
-    from xtc_katas.checks.schedule import fresh_scheduler
-    from xtc_katas.kata.problems import STRATEGY
-    from xtc_katas.measure.numerics import assert_computes
-    from xtc_katas.measure.timing import time_side_by_side
-
-    modules = {}
-    for name in ("naive", "best"):
-        impl, scheduler = fresh_scheduler(backend, STRATEGY)
-        if name == "best":
-            strategy().generate(scheduler, list(sample))
-        modules[name] = workdir.compile(impl, scheduler.schedule(), stem=name)
-    try:
-        assert_computes(modules["best"], STRATEGY, backend.name)
-    except AssertionError as wrong:
-        raise KataFailure(
-            f"12_optimizer › make_optimizer(): the best schedule of XTC's exploration, "
-            f"{sample}, compiled again by the harness, computes a {wrong}. The strategy "
-            "builds a right schedule from each of its samples: suggest only samples drawn "
-            "with sample_fn"
-        ) from None
-    return time_side_by_side(modules, STRATEGY)
-
-
-# --- measuring the rule: python -m xtc_katas.checks.optimizer_race --help ----------------
-
-
-def simulate(
-    make_optimizer: Callable[[int], Callable[[SampleFn, int, int], Any]],
-    trials: int,
-    first: int = 0,
-) -> list[OptimizerRace]:
-    """`trials` races, race n on secret n with `make_optimizer(n)`, in this process (the
-    optimizers are trusted: isolation would only add two forks per race)."""
-    return [
-        race_against_random(make_optimizer(n), secret=n, isolated=False)
-        for n in range(first, first + trials)
-    ]
-
-
-def _unseeded_random(trial: int) -> Callable[[SampleFn, int, int], Any]:
-    """A search that does not learn and is not reproducible: fresh entropy per optimizer."""
-    return lambda f, batch, seed: random_optimizer(f, batch, secrets.randbits(32))
-
-
-def _named_optimizer(name: str) -> Callable[[int], Callable[[SampleFn, int, int], Any]]:
-    if name == "solution":
-        from xtc_katas.kata import loader
-        from xtc_katas.kata.manifest import find
-
-        solution = loader.load(find(12), solution=True).make_optimizer
-        return lambda trial: solution
-    if name == "random-offset":  # another seed offset for every trial
-        return lambda trial: lambda f, b, s: random_optimizer(f, b, s + 1000 * (trial + 1))
-    if name == "unseeded-random":
-        return _unseeded_random
-    path, _, function = name.partition(":")  # a file of the repository, and a function
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("simulated", path)
-    assert spec is not None and spec.loader is not None, path
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    made = getattr(module, function)
-    return lambda trial: made
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Race an optimizer on many secrets and count how often it passes."""
-    import argparse
-
-    from xtc_katas.measure import machine
-
-    parser = argparse.ArgumentParser(
-        prog="python -m xtc_katas.checks.optimizer_race", description=main.__doc__
-    )
-    parser.add_argument(
-        "optimizer",
-        help="solution, random-offset, unseeded-random, or path/to/file.py:make_optimizer",
-    )
-    parser.add_argument("--trials", type=int, default=100)
-    parser.add_argument("--first", type=int, default=0, help="the first secret")
-    args = parser.parse_args(argv)
-    space()
-    started = time.monotonic()
-    results = simulate(_named_optimizer(args.optimizer), args.trials, args.first)
-    seconds = (time.monotonic() - started) / args.trials
-    wins = [r.wins for r in results]
-    placebo = [r.placebo_wins for r in results]
-    last = args.first + args.trials - 1
-    print(machine.describe())
-    print(
-        f"{args.optimizer}: {args.trials} races (secrets {args.first}..{last}, {len(SEEDS)} "
-        f"seeds each, pass: {WINS} wins of each kind), {seconds:.2f} s per race"
-    )
-    for name, counts in (("RandomOptimizer", wins), ("the placebo", placebo)):
-        mean, spread = statistics.mean(counts), statistics.pstdev(counts)
-        print(
-            f"  wins over {name}: min {min(counts)}, mean {mean:.2f}, standard deviation "
-            f"{spread:.2f}, max {max(counts)}"
-        )
-    beat, learned = sum(r.beats_random for r in results), sum(r.learns for r in results)
-    passed = sum(r.passes for r in results)
-    print(f"  beat RandomOptimizer: {beat}, learned: {learned}, passed: {passed} of {args.trials}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

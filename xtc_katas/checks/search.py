@@ -3,8 +3,8 @@
 A search is a generator of `(index, total, candidate, percent_of_peak)`. The checks here
 hold it to its contract (order, totals, candidates as given, floats), to laziness (one
 compile per item taken, counted by a Backend wrapper), to robustness (a broken candidate
-scores 0.0 and the search goes on) and to honesty (what it reports agrees with the
-harness's own side-by-side measurement of the same candidate).
+scores 0.0 and the search goes on) and to honesty (what it reports comes from the times
+its evaluators returned, or agrees with the harness's own timing of the candidate).
 """
 
 from __future__ import annotations
@@ -74,22 +74,12 @@ class SearchRun:
     compiles_before_first: int = 0
     compiles_after_first: int = 0
     compiles: int = 0
-
-    def by_name(
-        self, names: list[str]
-    ) -> tuple[dict[str, Any], dict[str, list[float]], dict[str, bool]]:
-        """By candidate name (the n-th name for the n-th item): what the search reported,
-        the times its own evaluators returned, and whether it ran the module at all: what
-        honesty_mistakes reads."""
-        figures = [item[3] for item in self.items]
-        return (
-            dict(zip(names, figures, strict=False)),
-            dict(zip(names, self.times, strict=False)),
-            dict(zip(names, self.ran, strict=False)),
-        )
-
     #: the dump_file of every compiler the search asked for, in order
     dump_files: list[str] = field(default_factory=list)
+
+    def reported(self, names: list[str]) -> dict[str, Any]:
+        """What the search reported, by candidate name (the n-th name for the n-th item)."""
+        return {name: item[3] for name, item in zip(names, self.items, strict=False)}
 
 
 def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
@@ -128,11 +118,11 @@ def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
 FINALISTS = 5
 
 
-def finalists(run: SearchRun, count: int = FINALISTS) -> list[int]:
-    """The indices of the `count` best-scored items, best first (those scored 0.0, failed
+def finalists(run: SearchRun) -> list[int]:
+    """The indices of the FINALISTS best-scored items, best first (those scored 0.0, failed
     candidates, only when nothing scored more)."""
     ranked = sorted(range(len(run.items)), key=lambda n: run.items[n][3], reverse=True)
-    scored = [n for n in ranked[:count] if run.items[n][3] > 0]
+    scored = [n for n in ranked[:FINALISTS] if run.items[n][3] > 0]
     return scored or ranked[:1]
 
 
@@ -238,69 +228,42 @@ CONFIRMATIONS = 3
 
 
 def honesty_mistakes(
-    reported: dict[str, float],
-    modules: dict[str, Any],
-    problem: Problem,
-    peak_fmas_per_s: float,
-    recompile: Callable[[str], Any] | None = None,
-    observed: dict[str, list[float]] | None = None,
-    ran: dict[str, bool] | None = None,
-) -> list[str]:
-    """Compare each % of peak the learner's search `reported` (candidate name -> figure)
-    with what the harness knows of that candidate's speed.
-
-    A figure reported for a candidate whose module the search never ran (`ran`, kept by
-    CompileCounter: no evaluator or executor asked for) is made up (unrun_mistake).
-    Where the search timed a candidate with XTC's evaluator (`observed`: the times its
-    evaluators returned), its figure must lie between the figures of its own slowest and
-    fastest times: exact, whatever the machine's load or the kernel's placement did to
-    those times (observed_mistake). The candidates it ran some other way (an executor and
-    its own timer) are timed again by the harness (retimed_mistakes).
-    """
-    observed, ran = observed or {}, ran or {}
-    unrun = [name for name in modules if ran.get(name) is False and scored(reported.get(name))]
-    mistakes: list[str | None] = [unrun_mistake(reported[name], name) for name in unrun]
-    mistakes += [
-        observed_mistake(reported.get(name, 0.0), observed[name], problem, peak_fmas_per_s, name)
-        for name in modules
-        if observed.get(name) and name not in unrun
-    ]
-    rest = {  # run some other way than XTC's evaluator (a never-run one scored 0 is broken)
-        name: module
-        for name, module in modules.items()
-        if not observed.get(name) and ran.get(name) is not False
-    }
-    if rest:
-        mistakes += retimed_mistakes(reported, rest, problem, peak_fmas_per_s, recompile)
-    return [mistake for mistake in mistakes if mistake]
-
-
-def own_run_mistakes(
     run: SearchRun,
     names: list[str],
     problem: Problem,
     peak_fmas_per_s: float,
     recompile: Callable[[str], Any],
 ) -> list[str]:
-    """Honesty on the learner's own candidates, the run `xtc-katas explore` shows (an
-    outside learner's search that recognised the harness's list, and reported 10x on its
-    own, passed every test: issue 20). Every figure its own evaluators timed is checked
-    against those times, every figure reported without running its module fails, and
-    the best FINALISTS figures timed some other way are re-timed on fresh compiles
-    (`recompile(name)`): re-timing 30 candidates would cost minutes."""
-    reported, observed, ran = run.by_name(names)
-    best = {names[n] for n in finalists(run) if n < len(names)}
-    checked: dict[str, Any] = {}
-    for name, figure in reported.items():
-        if not scored(figure):  # failed, or not a number: the contract tests judge those
+    """Each % of peak the search reported (the n-th item's for the n-th of `names`), held
+    to what the harness knows of that candidate's speed; a figure that is not above 0 (a
+    failed candidate's) is the contract and robustness tests' to judge.
+
+    A figure for a candidate whose module the search never ran (no evaluator or executor
+    asked for, as CompileCounter saw) is made up (unrun_mistake). One that XTC's evaluator
+    timed must lie between the figures of its own slowest and fastest times: exact,
+    whatever the machine's load or the kernel's placement did to those times
+    (observed_mistake). Of those it ran some other way (an executor and its own timer),
+    the best FINALISTS are timed again on fresh compiles, `recompile(name)`
+    (retimed_mistakes): re-timing 30 candidates would cost minutes.
+    """
+    unrun: list[str] = []
+    observed: list[str | None] = []
+    retimed = {}
+    for n, (name, item) in enumerate(zip(names, run.items, strict=False)):
+        figure = item[3]
+        if not scored(figure):
             continue
-        if observed.get(name) or not ran.get(name):
-            checked[name] = None  # judged on its own times, or as never run
-        elif name in best:
-            checked[name] = recompile(name)  # run some other way: timed again
-    return honesty_mistakes(
-        reported, checked, problem, peak_fmas_per_s, recompile, observed=observed, ran=ran
-    )
+        if not run.ran[n]:
+            unrun.append(unrun_mistake(figure, name))
+        elif run.times[n]:
+            observed.append(observed_mistake(figure, run.times[n], problem, peak_fmas_per_s, name))
+        elif n in finalists(run):
+            retimed[name] = recompile(name)
+    mistakes = unrun + [mistake for mistake in observed if mistake]
+    if retimed:
+        reported = run.reported(names)
+        mistakes += retimed_mistakes(reported, retimed, problem, peak_fmas_per_s, recompile)
+    return mistakes
 
 
 def scored(figure: Any) -> bool:
@@ -360,11 +323,10 @@ def retimed_mistakes(
     modules: dict[str, Any],
     problem: Problem,
     peak_fmas_per_s: float,
-    recompile: Callable[[str], Any] | None = None,
+    recompile: Callable[[str], Any],
 ) -> list[str]:
     """Time `modules` (candidate name -> compiled module) side by side and compare each
-    one's % of peak with what the learner's search `reported` for that name: for a search
-    that timed its candidates without XTC's evaluator, so no times of its own are known.
+    one's % of peak with what the learner's search `reported` for that name.
 
     A figure that reads too fast is confirmed before it fails: up to CONFIRMATIONS times,
     the harness compiles the candidate again (`recompile(name)`), times that twin side by
@@ -372,9 +334,7 @@ def retimed_mistakes(
     the same kernel can run at two speeds for seconds at a time on a shared machine
     (docs/two-speeds-of-one-kernel.md). A figure that reads too slow is compared with
     XTC's evaluator called as the hint calls it (`hinted_seconds`), right after: its
-    20 ms runs lose part of the core on a busy machine where 0.2 ms samples do not. This
-    path is the fallback; a search that times with XTC's evaluator is judged on its own
-    times (observed_mistake).
+    20 ms runs lose part of the core on a busy machine where 0.2 ms samples do not.
     """
 
     def measured(seconds: float) -> float:
@@ -386,31 +346,25 @@ def retimed_mistakes(
     timings = time_side_by_side(modules, problem, rounds=3, **FEW_LONG_ROUNDS)
     best = dict(timings.best)
     for _ in range(CONFIRMATIONS):
-        suspects = [name for name in best if too_fast(name)]
-        if not suspects:
+        twins = {name: recompile(name) for name in best if too_fast(name)}
+        if not twins:
             break
-        twins = {name: recompile(name) if recompile else modules[name] for name in suspects}
         timings = time_side_by_side(twins, problem, rounds=3, **FEW_LONG_ROUNDS)
         for name, twin in twins.items():
             hinted = run_isolated(hinted_seconds, twin)
             best[name] = min(best[name], timings.best[name], hinted)
-    found = {}
+    mistakes = []
     for name, seconds in best.items():
-        mistake = honesty_mistake(reported.get(name, 0.0), measured(seconds), name)
-        if mistake:
-            found[name] = mistake
-    for name in list(found):
         figure = reported.get(name, 0.0)
-        if too_fast(name):
-            continue
-        hinted = measured(run_isolated(hinted_seconds, modules[name]))
-        if figure * HONEST_BELOW >= hinted:
-            del found[name]
-        else:
-            found[name] += (
-                f" (XTC's evaluator called that way read {format_percent(hinted, 2)} right after)"
-            )
-    return list(found.values())
+        mistake = honesty_mistake(figure, measured(seconds), name)
+        if mistake and not too_fast(name):  # too slow: read again as the hint reads it
+            hinted = measured(run_isolated(hinted_seconds, modules[name]))
+            read = format_percent(hinted, 2)
+            note = f" (XTC's evaluator called that way read {read} right after)"
+            mistake = None if figure * HONEST_BELOW >= hinted else mistake + note
+        if mistake:
+            mistakes.append(mistake)
+    return mistakes
 
 
 def hinted_seconds(module: Any) -> float:

@@ -108,6 +108,12 @@ def race(task: TaskUnderTest, kernel: Any = None, **options: Any) -> tuple[Speed
     return speedups(timings), timings
 
 
+def standing(figures: Speedups, cap: float | None) -> int:
+    """What judge_speed does with a race: pass (2), race again (1: a near miss), fail (0)."""
+    value = bar(figures, cap).value
+    return 2 if figures.learner >= value else 1 if figures.learner >= NEAR_MISS * value else 0
+
+
 def settled(cap: float | None) -> Callable[[Timings], bool]:
     """A running race's test: True once no further round can change what judge_speed
     does with it (pass; miss narrowly, and race again; miss widely) nor whether the step
@@ -119,17 +125,13 @@ def settled(cap: float | None) -> Callable[[Timings], bool]:
     range (Bounded). Where every corner gives the same outcomes, so does every value the
     remaining rounds could bring."""
 
-    def standing(figures: Speedups) -> int:
-        value = bar(figures, cap).value
-        return 2 if figures.learner >= value else 1 if figures.learner >= NEAR_MISS * value else 0
-
     def decided(timings: Timings) -> bool:
         names = list(timings.rounds)
         outcomes = set()
         for size in range(len(names) + 1):
             for low in itertools.combinations(names, size):
                 figures = speedups(Bounded(timings, frozenset(low)))
-                outcomes.add((standing(figures), step_pays(figures)))
+                outcomes.add((standing(figures, cap), step_pays(figures)))
                 if len(outcomes) > 1:
                     return False
         return True
@@ -147,8 +149,7 @@ def judge_speed(task: TaskUnderTest, advice: str = "", kernel: Any = None, **rec
     for _ in range(RACES):
         result, timings = race(task, found=found, settled=done)
         readings.append(result)
-        applied = bar(result, cap, why)
-        if result.learner >= applied.value or result.learner < NEAR_MISS * applied.value:
+        if standing(result, cap) != 1:
             break
     # "did not pay on this machine" only where several races agree; else "in this run"
     agreed = len(readings) > 1 and not any(step_pays(r) for r in readings)
@@ -157,14 +158,13 @@ def judge_speed(task: TaskUnderTest, advice: str = "", kernel: Any = None, **rec
     close = abs(result.learner / applied.value - 1) < CLOSE
 
     cores = task.cores
-    peak = task.peak()
-    fastest = min(timings.typical("learner"), timings.typical("reference"))
-    while percent_of_peak(task.problem.fmas, fastest, peak, cores) > 100 and task.reprobe():
-        peak = task.peak()
 
     def percent(name: str) -> float:
         # the median round, as the speedups: the two figures of a message agree
-        return percent_of_peak(task.problem.fmas, timings.typical(name), peak, cores)
+        return percent_of_peak(task.problem.fmas, timings.typical(name), task.peak(), cores)
+
+    while max(percent("learner"), percent("reference")) > 100 and task.reprobe():
+        continue  # a kernel faster than the peak: the peak was probed again
 
     over_numpy = "numpy" in timings.rounds
     figures = {
@@ -192,7 +192,7 @@ def judge_speed(task: TaskUnderTest, advice: str = "", kernel: Any = None, **rec
     races = ", ".join(f"{r.learner:.3g}x" for r in readings)
     return judge(
         result,
-        cap,
+        applied,
         f"{task.kata.id} › {task.function}()",
         f"{measured} on {task.backend} ({task.problem.label}, {on})",
         advice or f"{hint} (more hints: xtc-katas hint {task.kata.number} {task.function})",
@@ -201,8 +201,6 @@ def judge_speed(task: TaskUnderTest, advice: str = "", kernel: Any = None, **rec
         + (f"; your tier against numpy: {figures['tier']}" if over_numpy else "")
         + (f"; yours in {len(readings)} races: {races}" if len(readings) > 1 else "")
         + (f"\n  {CLOSE_NOTE}" if close else ""),
-        why,
-        scope,
     )
 
 

@@ -1,37 +1,24 @@
 """The one rule behind every speed judgement: ratios measured in the same run, on this machine.
 
-A learner's machine is any x86-64 laptop or server: AVX2 or AVX-512, Intel or AMD, 2 to
-64 cores. A speedup calibrated on one of them is not a bar on another (docs/calibration/
-has the same schedule at 36x and 56x naive on two AVX-512 CPUs). So every judgement
-(every perf test, the search katas, `xtc-katas report`, the calibration tool) times,
-side by side in one run (timing.py): the learner's kernel, a
-baseline (the naive schedule, or numpy in kata 08), the task's reference solution, and,
-where the task adds one technique to the previous task's, the previous task's
-reference. All figures are speedups over the baseline. The bar is then
+A speedup calibrated on one CPU is not a bar on another (a learner's machine is any
+x86-64, AVX2 or AVX-512, 2 to 64 cores). So every judgement (every perf test, the search
+katas, `xtc-katas report`, the calibration tool) times side by side, in one run
+(timing.py): a baseline (the naive schedule, or numpy in kata 08), the learner's kernel,
+the task's reference solution and, where the task adds one technique to the previous
+task's, the previous task's reference. All figures are speedups over the baseline:
 
     fast enough:         min(cap, HEADROOM x reference)
     past the previous:   max(that, min(ABOVE_PREVIOUS x previous, HEADROOM x reference))
 
-`HEADROOM x reference` is what makes the bar fair on any CPU: the reference solution,
-run now on this machine, clears it by 1/HEADROOM = 1.43x whatever its speed here. The
-cap, from the manifest, keeps a very fast machine from asking more than the task
-teaches; it is never the only bar. The previous technique's reference keeps a schedule
-that skipped the task's technique from passing on speed, wherever speed can tell the two
-apart (reference / previous >= ABOVE_PREVIOUS / HEADROOM = 1.64x here: then the bar is
-at least 1.15x the previous step's figure). Where it cannot (MLIR's parallel loop is no
-faster than its sequential register tile), the task's loop-nest shape check is what
-catches it (loop_nests.py).
-
-In words, as the README and the lessons say it (RULE, tests/test_lessons.py checks):
+The reference, run now on this machine, clears it by 1/HEADROOM = 1.43x whatever its
+speed here; the cap keeps a fast machine from asking more than the task teaches; the
+previous step's reference keeps a schedule that skipped the task's technique from passing
+wherever speed can tell the two apart, and the loop-nest shape check where it cannot
+(docs/judging.md#the-speed-rule). In words, as the README and the lessons say it (RULE,
+tests/test_lessons.py checks):
 The bar is 0.7 × the reference's figure in the same run, at most the task's cap; where
-the task races the previous step's reference too, it is raised to at least 1.15 ×
-that step's figure, even above the cap, but never above 0.7 × the reference.
-
-A step whose reference is not PAYS (1.64) times faster than the previous step's in the
-same run does not pay on this machine, as far as speed can judge: the bar cannot ask 1.15x
-the previous step without failing a copy of the reference. The learner is told so
-(`step_note`), with the reason where the manifest knows it, instead of a test name
-("... beats X where it pays") claiming a gain that the run did not show.
+the task races the previous step's reference too, it is raised to at least 1.15 × that
+step's figure, even above the cap, but never above 0.7 × the reference.
 """
 
 from __future__ import annotations
@@ -119,49 +106,37 @@ def bar(
     step that does not pay (the manifest's `no_gain`), `scope` where it did not."""
     relative = HEADROOM * speedups.reference
     reference_part = f"{HEADROOM:g} of the reference's {speedups.reference:.3g}x in this run"
+    value, reason = relative, reference_part
     if cap is not None and cap <= relative:
-        value, reason = (
-            cap,
-            f"the task's cap of {cap:g}x (the reference reached {speedups.reference:.3g}x)",
+        value = cap
+        reason = f"the task's cap of {cap:g}x (the reference reached {speedups.reference:.3g}x)"
+    above = None if speedups.previous is None else ABOVE_PREVIOUS * speedups.previous
+    if above is not None and min(above, relative) > value:  # above the cap
+        previous_part = (
+            f"{ABOVE_PREVIOUS:g}x the previous task's reference ({speedups.previous:.3g}x in "
+            "this run): a schedule without this task's technique must not pass"
         )
-    else:
-        value, reason = relative, reference_part
-    if speedups.previous is not None:
-        above = ABOVE_PREVIOUS * speedups.previous
-        if min(above, relative) > value:
-            previous_part = (
-                f"{ABOVE_PREVIOUS:g}x the previous task's reference ({speedups.previous:.3g}x in "
-                "this run): a schedule without this task's technique must not pass"
+        if above <= relative:
+            value, reason = above, previous_part
+        else:  # the previous step's figure is too close to the reference's to demand
+            value = relative
+            reason = (
+                f"{reference_part}, above the cap: {previous_part}, but "
+                f"{ABOVE_PREVIOUS:g}x of it ({above:.3g}x) would be above the reference's "
+                f"own margin"
             )
-            if above <= relative:
-                value, reason = above, previous_part
-            else:  # the previous step's figure is too close to the reference's to demand
-                value = relative
-                reason = (
-                    f"{reference_part}, above the cap: {previous_part}, but "
-                    f"{ABOVE_PREVIOUS:g}x of it ({above:.3g}x) would be above the reference's "
-                    f"own margin"
-                )
     return Bar(value, reason, step_note(speedups, why, scope))
 
 
 def judge(
-    speedups: Speedups,
-    cap: float | None,
-    where: str,
-    measured: str,
-    advice: str,
-    details: str = "",
-    why: str = "",
-    scope: str = "in this run",
+    speedups: Speedups, applied: Bar, where: str, measured: str, advice: str, details: str = ""
 ) -> Bar:
     """Raise a KataFailure naming the figures and the next step, or return the bar met.
 
-    `measured` says what the ratios are ("the speed of the naive schedule on tvm
-    (4x32x512 float32 matmul)"); `details` adds what the caller knows (% of peak,
-    milliseconds, the BLAS kernel).
+    `applied` is this run's bar (`bar`); `measured` says what the ratios are ("the speed
+    of the naive schedule on tvm (4x32x512 float32 matmul)"); `details` adds what the
+    caller knows (% of peak, milliseconds, the BLAS kernel).
     """
-    applied = bar(speedups, cap, why, scope)
     if speedups.learner >= applied.value:
         return applied
     lines = [
