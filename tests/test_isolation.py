@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from xtc_katas.checks.schedule import fresh_scheduler
-from xtc_katas.kata import loader, problems, progress
+from xtc_katas.kata import loader, progress
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import LARGE, TUTORIAL, Matmul
 from xtc_katas.measure import isolation, numerics
@@ -41,7 +41,8 @@ def test_a_crashing_kernel_fails_with_the_signal_and_the_process_lives(how, sign
     inputs = TUTORIAL.inputs()
     with pytest.raises(isolation.KernelCrashed, match=rf"crashed \({signal_name}\)"):
         numerics.run(CrashingModule(how), TUTORIAL, inputs)
-    assert problems.check_arrays(inputs, TUTORIAL.input_shapes, TUTORIAL.dtype) is None
+    # the parent's arrays are as they were
+    assert all(np.array_equal(x, y) for x, y in zip(inputs, TUTORIAL.inputs(), strict=True))
 
 
 def _evaluate_on_one_element_arrays(module):

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from xtc_katas.kata import loader
+from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.manifest import find
 
 READS = {
@@ -49,7 +50,7 @@ def test_the_refusal_names_the_kata_the_line_and_the_fix(tmp_path):
     stub = kata.stub_path(root)
     stub.parent.mkdir(parents=True)
     stub.write_text("def gemm_blocking(sch):\n    from solutions import x\n")
-    with pytest.raises(loader.ReadsTheReference) as refused:
+    with pytest.raises(KataFailure) as refused:
         loader.load(kata, solution=False, root=root)
     text = str(refused.value)
     assert text.startswith("10_gemm: gemm.py reads what the tests judge you against")

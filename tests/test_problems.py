@@ -26,6 +26,17 @@ def test_every_problem_has_every_member_of_the_interface(name):
     )
 
 
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+@pytest.mark.parametrize("kind", ["random", "signed", "edge"])
+def test_the_inputs_are_what_the_problems_kernel_takes(name, kind):
+    # XTC checks nothing about the arrays it is given: a wrong dtype, shape or layout
+    # gives a wrong answer or a crash, so every problem's inputs are checked here, once.
+    problem = PROBLEMS[name]
+    inputs = problem.inputs(kind)
+    assert [x.shape for x in inputs] == [tuple(s) for s in problem.input_shapes]
+    assert all(x.dtype == problem.dtype and x.flags.c_contiguous for x in inputs)
+
+
 def test_a_spec_is_applied_to_the_problems_own_node_and_axes():
     from xtc_katas.checks.schedule import ScheduleMistake, schedule_spec
 

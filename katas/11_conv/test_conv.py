@@ -95,7 +95,10 @@ def check_graph(graph, layer, name):
         "O.graph(...)` block (inside it they become constants)"
     )
     (image, weights), (want_image, want_weights) = got, layer.input_shapes
-    low, high = layer.smallest_input_size, layer.input_size
+    # XTC's image size, down to the fewest rows and columns whose last window ends on
+    # the last one: every size between gives the layer's output size
+    high = want_image[1:3]
+    low = [size - layer.stride + 1 for size in high]
     rows = f"{low[0]}" if low[0] == high[0] else f"{low[0]} to {high[0]}"
     columns = f"{low[1]}" if low[1] == high[1] else f"{low[1]} to {high[1]}"
     assert len(image) == 4 and image[0] == want_image[0] and image[3] == want_image[3], (
@@ -103,7 +106,7 @@ def check_graph(graph, layer, name):
         f"= ({want_image[0]}, {rows}, {columns}, {want_image[3]}): NHWC, from the "
         "catalogue's n and c"
     )
-    assert layer.accepts_input_size(image[1], image[2]), (
+    assert low[0] <= image[1] <= high[0] and low[1] <= image[2] <= high[1], (
         f"conv_layer_graph({name!r}): the image has {image[1]} rows and {image[2]} columns; "
         f"this layer takes {rows} rows and {columns} columns before padding. The "
         "catalogue's h and w are the OUTPUT's size: XTC's input is h * SH + r - 1 rows "

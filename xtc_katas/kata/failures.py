@@ -19,18 +19,6 @@ from xtc_katas import ROOT
 if TYPE_CHECKING:  # for annotations only: failures sits below every other module
     from xtc_katas.kata.manifest import Kata
 
-XTC_PACKAGES = ("xtc", "tvm", "mlir")
-
-#: XTC errors whose message does not say what the learner did: (type, text, advice).
-KNOWN_ERRORS = (
-    (
-        OSError,
-        "cannot open shared object",
-        "the compiled module has no shared library to load: XTC writes one only with "
-        "get_compiler(dump_file=..., shared_lib=True) (without it, MLIR leaves no .so)",
-    ),
-)
-
 
 class KataFailure(AssertionError):
     """A failure the harness found in the learner's work; its message is the whole story.
@@ -46,7 +34,6 @@ class StubNotImplemented(NotImplementedError):
 
     def __init__(self, kata: Kata, function: str) -> None:
         super().__init__(f"{kata.id}: {function}() is not implemented yet")
-        self.kata = kata
         self.function = function
 
 
@@ -65,7 +52,7 @@ def raise_mistakes(kind: type[KataFailure], heading: str, mistakes: list[str]) -
 FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n(?:[ \t]+(\S.*))?')
 
 
-def frames(tb: TracebackType | None, exc: BaseException | None = None) -> list[tuple]:
+def frames(tb: TracebackType | None, exc: BaseException) -> list[tuple]:
     """The traceback's frames, innermost last, as (file, line, function, source). An
     exception raised in a child process (isolation.py) arrives without its frames: the
     child's traceback is then in its notes, as text, and its frames are those."""
@@ -74,38 +61,13 @@ def frames(tb: TracebackType | None, exc: BaseException | None = None) -> list[t
     return found or [(f.filename, f.lineno, f.name, f.line or "") for f in traceback.extract_tb(tb)]
 
 
-def learner_function(
-    kata: Kata, tb: TracebackType | None, exc: BaseException | None = None
-) -> str | None:
+def learner_function(kata: Kata, tb: TracebackType | None, exc: BaseException) -> str | None:
     """The innermost function of the kata's module (stub or solution) in the traceback."""
     module_files = {str(kata.stub_path()), str(kata.solution_path())}
     names = [name for file, _, name, _ in frames(tb, exc) if file in module_files]
     notes = "\n".join(getattr(exc, "__notes__", []))
     names += re.findall(rf"^while running {re.escape(kata.id)} › (\w+)\(\)", notes, re.M)
     return names[-1] if names else None
-
-
-def _raised_by(tb: TracebackType | None, exc: BaseException) -> str | None:
-    """The function that raised: the innermost frame."""
-    found = frames(tb, exc)
-    return found[-1][2] if found else None
-
-
-def _raised_in_xtc(tb: TracebackType | None, exc: BaseException) -> bool:
-    """Whether the innermost frame is XTC's."""
-    found = frames(tb, exc)
-    parts = Path(found[-1][0]).parts if found else ()
-    return any(p in XTC_PACKAGES for p in parts) and "site-packages" in parts
-
-
-def _failing_line(tb: TracebackType | None, exc: BaseException) -> str:
-    """For an error without a message (a bare `assert` in XTC): the line that raised it."""
-    found = frames(tb, exc)
-    if not found:
-        return "(no message)"
-    file, line, name, code = found[-1]
-    where = "/".join(Path(file).parts[-3:])
-    return f"(no message) `{code.strip()}` in {name}(), {where}:{line}"
 
 
 def _where(kata: Kata) -> str:
@@ -138,32 +100,38 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> tuple[
             True,
         )
     if isinstance(exc, KataFailure):
-        text = str(exc)
-        if text.startswith(kata.id):
-            message = text
-        else:  # "f(): ..." reads "kata › f(): ..."; anything else "kata: ..."
-            joint = " ›" if re.match(r"\w+\(\):", text) else ":"
-            message = f"{kata.id}{joint} {text}"
+        message = str(exc)
+        if not message.startswith(kata.id):  # "f(): ..." reads "kata › f(): ..."
+            joint = " ›" if re.match(r"\w+\(\):", message) else ":"
+            message = f"{kata.id}{joint} {message}"
         notes = "\n".join(getattr(exc, "__notes__", []))
         if notes:
             message += f"\n\n{notes}"
-        cause = exc.__cause__
-        if cause is None:
-            return message, False
-        original = "".join(traceback.format_exception(cause)).rstrip()
-        return f"{message}\n\nThe original error, from XTC:\n{original}", False
-    for kind, text, advice in KNOWN_ERRORS:
-        if isinstance(exc, kind) and text in str(exc):
-            return f"{kata.id}: {advice}\n  {_where(kata)}", True
+        if exc.__cause__ is not None:
+            original = "".join(traceback.format_exception(exc.__cause__)).rstrip()
+            message += f"\n\nThe original error, from XTC:\n{original}"
+        return message, False
+    if isinstance(exc, OSError) and "cannot open shared object" in str(exc):
+        # XTC's message does not say what the learner did
+        return (
+            f"{kata.id}: the compiled module has no shared library to load: XTC writes one "
+            "only with get_compiler(dump_file=..., shared_lib=True) (without it, MLIR leaves "
+            f"no .so)\n  {_where(kata)}",
+            True,
+        )
     function = learner_function(kata, tb, exc)
     if function is None:
         return None
-    if isinstance(exc, NotImplementedError) and _raised_by(tb, exc) == function:
+    file, line, raiser, code = (frames(tb, exc) or [("", 0, None, "")])[-1]
+    if isinstance(exc, NotImplementedError) and raiser == function:
         return not_implemented(kata, function), False
-    if _raised_in_xtc(tb, exc):
+    parts = Path(file).parts
+    if "site-packages" in parts and any(p in ("xtc", "tvm", "mlir") for p in parts):
+        # an error without a message (a bare `assert` in XTC) is told by its line
+        where = "/".join(parts[-3:])
+        said = str(exc) or f"(no message) `{code.strip()}` in {raiser}(), {where}:{line}"
         return (
-            f"{kata.id} › {function}(): XTC rejected it with {type(exc).__name__}: "
-            f"{str(exc) or _failing_line(tb, exc)}\n"
+            f"{kata.id} › {function}(): XTC rejected it with {type(exc).__name__}: {said}\n"
             f"  Fix the call in {function}() that the traceback below points at.",
             True,
         )

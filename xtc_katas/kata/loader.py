@@ -28,23 +28,15 @@ def solutions_selected() -> bool:
 
 
 def module_path(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> Path:
-    if solution is None:
-        solution = solutions_selected()
+    solution = solutions_selected() if solution is None else solution
     return kata.solution_path(root) if solution else kata.stub_path(root)
 
 
-#: What a learner's module may not import or name: the reference solutions (the tests
-#: would then judge the reference). The harness is not off limits: the learner's module
-#: runs in a process of its own (checks/learner.py), where changing it changes no verdict.
-OFF_LIMITS = ("solutions",)
-
-
-class ReadsTheReference(KataFailure):
-    """The learner's module imports the reference solution."""
-
-
 def reference_reads(path: Path) -> list[str]:
-    """Lines of the learner's module that import or name what is off limits (OFF_LIMITS)."""
+    """Lines of the learner's module that import or name the reference solutions (the
+    tests would then judge the reference). The harness is not off limits: the learner's
+    module runs in a process of its own (checks/learner.py), where changing it changes no
+    verdict."""
     try:
         tree = ast.parse(path.read_text(), filename=str(path))
     except (OSError, SyntaxError):
@@ -59,27 +51,22 @@ def reference_reads(path: Path) -> list[str]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             # importlib.import_module("..."), a path to solutions/...: a dotted or
             # slashed name, not a word in a docstring
-            names = re.findall(rf"\b(?:{'|'.join(OFF_LIMITS)})[./][\w./]*", node.value)
+            names = re.findall(r"\bsolutions[./][\w./]*", node.value)
         else:
             continue
-        for name in names:
-            if _off_limits(name):
-                found.append(f"line {node.lineno}: {name!r}")
-                break
+        name = next((n for n in names if re.split(r"[./]", n)[0] == "solutions"), None)
+        if name:
+            found.append(f"line {node.lineno}: {name!r}")
     return found
-
-
-def _off_limits(name: str) -> bool:
-    return any(name == bad or name.startswith((f"{bad}.", f"{bad}/")) for bad in OFF_LIMITS)
 
 
 def load(kata: Kata, solution: bool | None = None, root: Path = ROOT) -> ModuleType:
     """Import (afresh) the kata's module from katas/ or solutions/; a learner's module
-    that reads the reference or the judges is refused (reference_reads)."""
+    that reads the reference is refused (reference_reads)."""
     path = module_path(kata, solution, root)
     side = "solution" if path.is_relative_to(root / "solutions") else "kata"
     if side == "kata" and (reads := reference_reads(path)):
-        raise ReadsTheReference(
+        raise KataFailure(
             f"{kata.id}: {path.name} reads what the tests judge you against "
             f"({'; '.join(reads)}): the tests would then measure the reference solution, "
             "not your code. Remove it and write your own"

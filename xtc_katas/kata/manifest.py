@@ -3,14 +3,15 @@
 One file holds the order, titles, stub module names, the functions a learner writes and
 their hints, so that the CLI, the friendly failure messages and the lint test all agree.
 The structs below are its schema: msgspec refuses an unknown key or a value of the wrong
-type, and ManifestError names the line (by hand: the line an error points at). What a
-task's `kind` means is the harness's registry, checks/kinds.py.
+type, and ManifestError names the line. What a task's `kind` means is the harness's
+registry, checks/kinds.py.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
-from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -60,11 +61,6 @@ class Task(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def caps(self) -> tuple[tuple[str, float], ...]:
         return tuple(self.cap_table.items())
 
-    def cap(self, backend: str) -> float:
-        if backend not in self.cap_table:
-            raise LookupError(f"{self.function} has no speed cap for {backend}")
-        return self.cap_table[backend]
-
     def no_gain_reason(self, backend: str) -> str:
         return self.no_gain.get(backend, "")
 
@@ -104,10 +100,10 @@ class Kata(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return next((t for t in self.tasks if t.function == function), None)
 
     def cap(self, function: str, backend: str) -> float:
-        task = self.task(function)
-        if task is None:
-            raise LookupError(f"{self.id} has no task {function}")
-        return task.cap(backend)
+        caps = task.cap_table if (task := self.task(function)) else {}
+        if backend not in caps:
+            raise LookupError(f"{self.id}.{function} has no speed cap for {backend}")
+        return caps[backend]
 
     def solution_of(self, name: str) -> tuple[Kata, str]:
         """A manifest reference ("function" or "NN_kata.function") as (kata, function)."""
@@ -141,46 +137,38 @@ def _line(text: str, kata: int = -1, task: int = -1, key: str = "") -> int:
     return start
 
 
+def _name(raw: dict, kata: int, *task: int) -> str:
+    """The `kata`-th kata's id, or its `task`-th task's function, as the manifest gives
+    it, else "#n"."""
+    keys = ("kata", kata, *(("task", *task, "function") if task else ("id",)))
+    try:
+        return str(functools.reduce(operator.getitem, keys, raw))
+    except (KeyError, IndexError, TypeError):
+        return f"#{keys[-2] + 1}"
+
+
 def parse(text: str, path: Path = MANIFEST) -> tuple[Kata, ...]:
     """The katas of a manifest's `text`: an entry the harness would misread raises
     ManifestError, which names `path` and the line."""
-    raw = {}
-
-    def error(kata: int, task: int, key: str, message: str) -> ManifestError:
-        """`message` at `key` of the `kata`-th kata's `task`-th task (-1: none)."""
-
-        def name(*keys: str | int) -> str:  # as the manifest names it, else "#n"
-            value = raw
-            try:
-                for part in keys:
-                    value = value[part]
-            except (KeyError, IndexError, TypeError):
-                return f"#{keys[-2] + 1}"
-            return str(value)
-
-        kata_id = name("kata", kata, "id")
-        owner = f"task {name('kata', kata, 'task', task, 'function')!r} of {kata_id}"
-        owner = "the manifest" if kata < 0 else f"kata {kata_id}" if task < 0 else owner
-        return ManifestError(f"{path}:{_line(text, kata, task, key)}: {owner}: {message}")
-
     try:
         raw = msgspec.toml.decode(text)
-        found = msgspec.convert(raw, _Manifest).kata
-    except msgspec.ValidationError as exc:  # "... - at `$.kata[3].task[1].cap[...]`"
-        message, _, at = str(exc).partition(" - at `$")
-        kata, task, key = re.match(
-            r"(?:\.kata\[(\d+)\])?(?:\.task\[(\d+)\])?(?:\.(\w+))?", at
-        ).groups()
-        unknown = re.search(r"unknown field `(\w+)`", message)
-        key = unknown.group(1) if unknown else key
-        message = message if unknown or not key else f"{key}: {message}"
-        raise error(int(kata or -1), int(task or -1), key or "", message) from None
     except msgspec.DecodeError as exc:
         raise ManifestError(f"{path}: {exc}") from None
-    return tuple(found)
+    try:
+        return tuple(msgspec.convert(raw, _Manifest).kata)
+    except msgspec.ValidationError as exc:  # "... - at `$.kata[3].task[1].cap[...]`"
+        message, _, at = str(exc).partition(" - at `$")
+        found = re.match(r"(?:\.kata\[(\d+)\])?(?:\.task\[(\d+)\])?(?:\.(\w+))?", at)
+        kata, task = (int(n or -1) for n in found.groups()[:2])
+        unknown = re.search(r"unknown field `(\w+)`", message)
+        key = unknown.group(1) if unknown else found[3] or ""
+        message = message if unknown or not key else f"{key}: {message}"
+        owner = f"task {_name(raw, kata, task)!r} of {_name(raw, kata)}"
+        owner = "the manifest" if kata < 0 else f"kata {_name(raw, kata)}" if task < 0 else owner
+        raise ManifestError(f"{path}:{_line(text, kata, task, key)}: {owner}: {message}") from None
 
 
-@cache
+@functools.cache
 def katas() -> tuple[Kata, ...]:
     return parse(MANIFEST.read_text())
 
@@ -200,14 +188,10 @@ def find(key: str | int) -> Kata:
     for kata in katas():
         if text in (kata.id, kata.name) or (text.isdigit() and int(text) == kata.number):
             return kata
-    known = ", ".join(k.id for k in katas())
-    raise LookupError(f"no kata {key!r}; the katas are: {known}")
+    raise LookupError(f"no kata {key!r}; the katas are: {', '.join(k.id for k in katas())}")
 
 
 def kata_of_path(path: Path) -> Kata | None:
     """The kata a file belongs to (katas/NN_x/... or solutions/NN_x/...), if any."""
-    for part in Path(path).resolve().parts:
-        for kata in katas():
-            if part == kata.id:
-                return kata
-    return None
+    by_id = {kata.id: kata for kata in katas()}
+    return next((by_id[part] for part in Path(path).resolve().parts if part in by_id), None)

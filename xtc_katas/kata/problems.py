@@ -7,6 +7,7 @@ own graph for each problem, makes the inputs, and computes the answer with numpy
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,13 +22,12 @@ class Problem(Protocol):
     """What the harness reads of a problem, whatever its operator: every generic path
     (schedule checks, spec application, shape checks, search, race, show) reads these,
     never a matmul's names. `Matmul` and `Conv2D` implement it; a new problem shape is
-    any class that does (CONTRIBUTING.md)."""
+    any class that does (CONTRIBUTING.md), and a subclass inherits the methods defined
+    here."""
 
     #: The graph's name (a C identifier: the kernel's symbol) and a label for messages.
     name: str
     label: str
-    #: The multiply-adds of one call: the work every % of peak is measured against.
-    fmas: int
     #: The node a scheduler schedules, and the axes of its loop nest with their sizes.
     scheduled_node: str
     axis_sizes: dict[str, int]
@@ -43,29 +43,58 @@ class Problem(Protocol):
     #: The graph's inputs, in order (their tensors' names): messages name them.
     input_names: tuple[str, ...]
     input_shapes: list[tuple[int, ...]]
-    output_shape: tuple[int, ...]
     dtype: str
 
     @property
     def dims(self) -> list[str]:
         """The scheduled node's axes, outermost first (its abstract dims)."""
-        ...
+        return list(self.axis_sizes)
 
-    def backend_options(self, backend: str) -> dict[str, bool]: ...
+    @property
+    def fmas(self) -> int:
+        """The multiply-adds of one call: the work every % of peak is measured against."""
+        return math.prod(self.axis_sizes.values())
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """The sizes of the scheduled node's axes that are not reductions."""
+        return tuple(n for axis, n in self.axis_sizes.items() if axis not in self.reduction_axes)
+
+    def backend_options(self, backend: str) -> dict[str, bool]:
+        """Options for XTC's Backend."""
+        return {}
 
     def graph(self) -> XTCGraph: ...
 
-    def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]: ...
+    def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]:
+        """One input set. Kinds: random (positive, the tutorial's rand), signed, edge."""
+        return make_inputs(self.input_shapes, self.dtype, kind, seed)
 
-    def reference(self, inputs: list[np.ndarray]) -> np.ndarray: ...
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """The exact-ish answer: numpy in float64."""
 
-    def error_bound(self, inputs: list[np.ndarray]) -> np.ndarray: ...
+    def error_bound(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """Per-element bound on a correct kernel's rounding error.
 
-    def numpy_call(self, inputs: list[np.ndarray], out: np.ndarray) -> None: ...
+        Each output is a dot product of length n (fmas / outputs). Summed in any order
+        (tiled, vectorized, with FMAs) in a dtype of unit roundoff u, it is within
+        gamma_n * (|inputs|' answer) of the exact value, gamma_n = n u / (1 - n u) (Higham,
+        Accuracy and Stability, 3.1). We allow twice that, plus the smallest normal
+        number; relu is 1-Lipschitz and keeps the bound.
+        """
+        n = self.fmas // math.prod(self.output_shape)
+        u = np.finfo(self.dtype).eps / 2
+        magnitude = self.reference([np.abs(x) for x in inputs])
+        return 2 * n * u / (1 - n * u) * magnitude + np.finfo(self.dtype).tiny
+
+    def numpy_call(self, inputs: list[np.ndarray], out: np.ndarray) -> None:
+        """The problem in numpy, in its own dtype, into `out`, on the BLAS threads the
+        caller allows: the yardstick of a race against numpy (kata 08's kind)."""
+        raise NotImplementedError(f"no task races {self.label} against numpy")
 
 
 @dataclass(frozen=True)
-class Matmul:
+class Matmul(Problem):
     """C = A @ B (then R = relu(C) when `relu`), A of shape (I, K), B of shape (K, J)."""
 
     I: int  # noqa: E741 - the tutorial's names
@@ -82,31 +111,17 @@ class Matmul:
     def label(self) -> str:
         return f"{self.I}x{self.J}x{self.K} {self.dtype} {self.name}"
 
-    @property
-    def fmas(self) -> int:
-        """Multiply-adds of the matmul: the work every % of peak is measured against."""
-        return self.I * self.J * self.K
-
-    #: The node a scheduler schedules: the matmul, also when a relu follows it (a relu is
-    #: fused into the matmul's nest, kata 09, rather than scheduled on its own).
+    #: The matmul, also when a relu follows it (kata 09 fuses the relu into its nest).
     scheduled_node = "C"
-    #: Its loops that sum into one output element: never parallel, never vectorized.
     reduction_axes = ("k",)
-    #: The output's axis along which C and B are contiguous: the vector tile's.
-    vector_axis = "j"
-    #: The output's other axes, one of which a register tile unrolls (rows of C).
+    vector_axis = "j"  # C and B are contiguous along it
     tile_axes = ("i",)
     tile_words = "several rows of C"
     input_names = ("A", "B")
 
     @property
     def axis_sizes(self) -> dict[str, int]:
-        """Each axis of the scheduled node's loop nest and its size: trip counts follow."""
         return {"i": self.I, "j": self.J, "k": self.K}
-
-    @property
-    def dims(self) -> list[str]:
-        return list(self.axis_sizes)
 
     def backend_options(self, backend: str) -> dict[str, bool]:
         """Options for XTC's Backend. XTC 0.3.2's MLIR backend fuses a consumer only on
@@ -117,10 +132,6 @@ class Matmul:
     @property
     def input_shapes(self) -> list[tuple[int, int]]:
         return [(self.I, self.K), (self.K, self.J)]
-
-    @property
-    def output_shape(self) -> tuple[int, int]:
-        return (self.I, self.J)
 
     def graph(self) -> XTCGraph:
         """The problem as an XTC graph, built the tutorial's way (inputs outside the block)."""
@@ -136,52 +147,25 @@ class Matmul:
                 O.relu(c, name="R")
         return gb.graph
 
-    def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]:
-        """One input set. Kinds: random (positive, the tutorial's rand), signed, edge."""
-        return make_inputs(self.input_shapes, self.dtype, kind, seed)
-
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
-        """The exact-ish answer: numpy in float64."""
         a, b = (x.astype(np.float64) for x in inputs)
         with single_threaded_blas():
             c = a @ b
         return np.maximum(c, 0.0) if self.relu else c
 
-    def error_bound(self, inputs: list[np.ndarray]) -> np.ndarray:
-        """Per-element bound on a correct kernel's rounding error.
-
-        A dot product of length K summed in any order (tiled, vectorized, with FMAs) in a
-        dtype of unit roundoff u is within gamma_K * (|A| @ |B|) of the exact value,
-        gamma_K = K u / (1 - K u) (Higham, Accuracy and Stability, 3.1). We allow twice
-        that, plus the smallest normal number; relu is 1-Lipschitz and keeps the bound.
-        """
-        a, b = (np.abs(x.astype(np.float64)) for x in inputs)
-        u = np.finfo(self.dtype).eps / 2
-        gamma = self.K * u / (1 - self.K * u)
-        with single_threaded_blas():
-            product = a @ b
-        return 2 * gamma * product + np.finfo(self.dtype).tiny
-
     def numpy_call(self, inputs: list[np.ndarray], out: np.ndarray) -> None:
-        """The problem in numpy, in its own dtype, into `out`, on the BLAS threads the
-        caller allows: the yardstick of a race against numpy (kata 08)."""
         np.matmul(*inputs, out=out)
         if self.relu:
             np.maximum(out, 0, out=out)
 
 
 @dataclass(frozen=True)
-class Conv2D:
+class Conv2D(Problem):
     """O = conv2d(pad(I), W): NHWC input I, RSCF weights W, NHWF output (XTC's layouts).
 
     H and W are the output's rows and columns, as in XTC's operation catalogue
-    (`xtc.artifacts`). The input has XTC's size (`Exploration.xtc_conv2d_graph`: H * stride
-    + R - 1 rows once padded), less the padding. Any size from stride * (H - 1) + R - 2 *
-    pad up to that gives the same output size (a stride-2 conv leaves the last row unread
-    or reads it);
-    `accepts_input_size` takes them all, and the reference computes on the arrays given.
-    The loop nest of the conv node is b, h, w, f (parallel), r, s, c (reductions),
-    `xtc/graphs/xtc/operators.py`.
+    (`xtc.artifacts`). The loop nest of the conv node is b, h, w, f (parallel), r, s, c
+    (reductions), `xtc/graphs/xtc/operators.py`.
     """
 
     N: int
@@ -196,33 +180,20 @@ class Conv2D:
     dtype: str = "float32"
     layer: str = ""  # the catalogue's name, e.g. "ResNet18_02"
 
-    #: The node a scheduler schedules: the convolution (the pad runs as it is).
-    scheduled_node = "O"
-    #: Its loops that sum into one output element (xtc/graphs/xtc/operators.py: conv2d's
-    #: dims_kind("R") is r, s, c).
+    name = "conv2d"
+    scheduled_node = "O"  # the convolution (the pad runs as it is)
     reduction_axes = ("r", "s", "c")
-    #: The output channels: contiguous in the output and in the weights (NHWF, RSCF).
-    vector_axis = "f"
-    #: The output columns or rows a register tile unrolls: each step reads its own pixel
-    #: of the image and shares the weights' vector with the others.
+    vector_axis = "f"  # the output channels: contiguous in the output and the weights
+    #: Each step of a register tile reads its own pixel of the image and shares the
+    #: weights' vector with the others.
     tile_axes = ("w", "h")
     tile_words = "several w or h positions of the output (by 'f')"
     input_names = ("I", "W")
-    relu = False
 
     @property
     def axis_sizes(self) -> dict[str, int]:
-        """Each axis of the conv node's loop nest and its size: trip counts follow."""
         sizes = (self.N, self.H, self.W, self.F, self.R, self.S, self.C)
         return dict(zip("bhwfrsc", sizes, strict=True))
-
-    @property
-    def dims(self) -> list[str]:
-        return list(self.axis_sizes)
-
-    @property
-    def name(self) -> str:
-        return "conv2d"
 
     @property
     def label(self) -> str:
@@ -233,42 +204,12 @@ class Conv2D:
         )
 
     @property
-    def fmas(self) -> int:
-        return self.N * self.H * self.W * self.F * self.R * self.S * self.C
-
-    def backend_options(self, backend: str) -> dict[str, bool]:
-        return {}
-
-    @property
-    def input_size(self) -> tuple[int, int]:
-        """XTC's input size, less the padding (see the class docstring)."""
-        return (
-            self.stride * self.H + self.R - 1 - 2 * self.pad,
-            self.stride * self.W + self.S - 1 - 2 * self.pad,
-        )
-
-    @property
-    def smallest_input_size(self) -> tuple[int, int]:
-        """The fewest rows and columns that give the output size: the last window ends
-        on the last row."""
-        return (
-            self.stride * (self.H - 1) + self.R - 2 * self.pad,
-            self.stride * (self.W - 1) + self.S - 2 * self.pad,
-        )
-
-    def accepts_input_size(self, rows: int, columns: int) -> bool:
-        """Whether an unpadded image of that size gives this layer's output size."""
-        low, high = self.smallest_input_size, self.input_size
-        return low[0] <= rows <= high[0] and low[1] <= columns <= high[1]
-
-    @property
     def input_shapes(self) -> list[tuple[int, ...]]:
-        rows, columns = self.input_size
+        """The image has XTC's size (`Exploration.xtc_conv2d_graph`: H * stride + R - 1
+        rows once padded), less the padding."""
+        rows = self.stride * self.H + self.R - 1 - 2 * self.pad
+        columns = self.stride * self.W + self.S - 1 - 2 * self.pad
         return [(self.N, rows, columns, self.C), (self.R, self.S, self.C, self.F)]
-
-    @property
-    def output_shape(self) -> tuple[int, ...]:
-        return (self.N, self.H, self.W, self.F)
 
     def graph(self) -> XTCGraph:
         """The layer as an XTC graph: pad2d (when pad > 0), then conv2d, named I, W, P, O."""
@@ -283,35 +224,16 @@ class Conv2D:
             O.conv2d(padded, weights, stride=(self.stride, self.stride), name=self.scheduled_node)
         return gb.graph
 
-    def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]:
-        return make_inputs(self.input_shapes, self.dtype, kind, seed)
-
-    def _convolve(self, image: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """The convolution in float64 with numpy: windows of the padded input, then einsum."""
+    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
+        """The convolution with numpy: windows of the padded input, then einsum."""
+        image, weights = (x.astype(np.float64) for x in inputs)
         p = self.pad
         padded = np.pad(image, ((0, 0), (p, p), (p, p), (0, 0)))
         windows = np.lib.stride_tricks.sliding_window_view(padded, (self.R, self.S), (1, 2))
-        # (N, H, W, C, R, S): one window per output element, whatever the input size given
+        # (N, H, W, C, R, S): one window per output element, whatever the image's size
         windows = windows[:, :: self.stride, :: self.stride][:, : self.H, : self.W]
         with single_threaded_blas():
             return np.einsum("nhwcrs,rscf->nhwf", windows, weights, optimize=True)
-
-    def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
-        image, weights = (x.astype(np.float64) for x in inputs)
-        return self._convolve(image, weights)
-
-    def error_bound(self, inputs: list[np.ndarray]) -> np.ndarray:
-        """As Matmul.error_bound, for dot products of length R * S * C."""
-        image, weights = (np.abs(x.astype(np.float64)) for x in inputs)
-        length = self.R * self.S * self.C
-        u = np.finfo(self.dtype).eps / 2
-        gamma = length * u / (1 - length * u)
-        return 2 * gamma * self._convolve(image, weights) + np.finfo(self.dtype).tiny
-
-    def numpy_call(self, inputs: list[np.ndarray], out: np.ndarray) -> None:
-        """As Matmul.numpy_call, with numpy's windows and einsum (on one BLAS thread)."""
-        image, weights = inputs
-        out[...] = self._convolve(image, weights)
 
 
 def make_inputs(
@@ -383,22 +305,3 @@ PROBLEMS: dict[str, Problem] = {
     "resnet18_02": RESNET18_02,
     "resnet18_02_rows8": RESNET18_02_ROWS8,
 }
-
-
-class KernelArgumentError(TypeError):
-    """An array that does not fit the compiled kernel: running it would corrupt results."""
-
-
-def check_arrays(arrays: list[np.ndarray], shapes: list[tuple[int, ...]], dtype: str) -> None:
-    """Refuse arrays that are not exactly what the compiled kernel expects."""
-    if len(arrays) != len(shapes):
-        raise KernelArgumentError(f"expected {len(shapes)} arrays, got {len(arrays)}")
-    for n, (x, shape) in enumerate(zip(arrays, shapes, strict=True)):
-        if not isinstance(x, np.ndarray):
-            raise KernelArgumentError(f"array {n} is a {type(x).__name__}, not a numpy array")
-        if x.dtype != np.dtype(dtype):
-            raise KernelArgumentError(f"array {n} has dtype {x.dtype}, the kernel takes {dtype}")
-        if x.shape != tuple(shape):
-            raise KernelArgumentError(f"array {n} has shape {x.shape}, the kernel takes {shape}")
-        if not x.flags.c_contiguous:
-            raise KernelArgumentError(f"array {n} is not C-contiguous: use np.ascontiguousarray")

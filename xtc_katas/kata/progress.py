@@ -11,6 +11,7 @@ Deleting .pytest_cache loses only this history.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -18,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from xtc_katas import ROOT
 from xtc_katas.kata.manifest import Kata, Task, katas
 
 CACHE_KEY = "xtc-katas/results"
-HINTS_KEY = "xtc-katas/hints"
 
 
 def cache_file(root: Path = ROOT, key: str = CACHE_KEY) -> Path:
@@ -54,26 +56,22 @@ class TestResult:
     def passed(self) -> bool:
         return self.outcome == "passed"
 
-    @classmethod
-    def from_json(cls, data: Any) -> TestResult | None:
-        """None for an entry this version cannot read (an older harness's): run again."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        if not isinstance(data, dict) or not {"kata", "tasks", "outcome"} <= set(data):
-            return None
-        known = {k: v for k, v in data.items() if k in names}
-        return cls(**{**known, "tasks": tuple(known["tasks"])})
-
 
 Results = dict[str, TestResult]  # by pytest node id, a key only: never parsed
 
 
 def read(root: Path = ROOT) -> Results:
+    """The recorded results; an entry this version cannot read (an older harness's) is
+    left out: run again."""
     try:
         raw = json.loads(cache_file(root).read_text())
     except (OSError, ValueError):
         return {}
-    results = {key: TestResult.from_json(value) for key, value in raw.items()}
-    return {key: r for key, r in results.items() if r is not None}
+    results = {}
+    for key, value in raw.items():
+        with contextlib.suppress(msgspec.ValidationError):
+            results[key] = msgspec.convert(value, TestResult)
+    return results
 
 
 def record(cache: Any, results: Results) -> None:
@@ -115,13 +113,11 @@ def task_states(kata: Kata, results: Results, root: Path = ROOT) -> dict[str, st
     passed, "failed" when one failed, else "not run" (the status table counts the first;
     the notebook's task list shows all three)."""
     mine = kata_results(kata, results, root).values()
-    states = {}
-    for task in kata.tasks:
-        outcomes = [r.passed for r in mine if task.function in r.tasks]
-        states[task.function] = (
-            "not run" if not outcomes else "passed" if all(outcomes) else "failed"
-        )
-    return states
+    outcomes = {t.function: [r.passed for r in mine if t.function in r.tasks] for t in kata.tasks}
+    return {
+        function: "not run" if not ran else "passed" if all(ran) else "failed"
+        for function, ran in outcomes.items()
+    }
 
 
 def kata_status(kata: Kata, results: Results) -> KataStatus:
@@ -134,13 +130,7 @@ def kata_status(kata: Kata, results: Results) -> KataStatus:
     passed = sum(state == "passed" for state in task_states(kata, results).values())
     failures = [r for r in mine if not r.passed]
     figures = [
-        BestFigure(
-            r.tasks[0],
-            f["speedup"],
-            _baseline(kata, r.tasks[0]),
-            f.get("percent_of_peak"),
-            r.backend,
-        )
+        (r.tasks[0], f["speedup"], f.get("percent_of_peak"), r.backend)
         for r in mine
         if r.passed and r.tasks
         for f in r.perf
@@ -152,13 +142,12 @@ def kata_status(kata: Kata, results: Results) -> KataStatus:
         state = "not started"
     else:
         state = "failing"
-    best = max(figures, key=lambda f: f.speedup, default=None)
+    best = None
+    if figures:
+        task, speedup, percent, backend = max(figures, key=lambda f: f[1])
+        over = getattr(kata.task(task), "baseline", "naive")
+        best = BestFigure(task, speedup, over, percent, backend)
     return KataStatus(kata, state, passed, failures[0] if failures else None, best)
-
-
-def _baseline(kata: Kata, function: str) -> str:
-    task = kata.task(function)
-    return task.baseline if task else "naive"
 
 
 def current_kata() -> Kata:
@@ -170,12 +159,11 @@ def current_kata() -> Kata:
 def next_hint(kata: Kata, task: Task, advance: bool = False, root: Path = ROOT) -> tuple[int, str]:
     """(index, text) of the task's next hint, in order and round again; `advance` marks
     it shown (the count is kept beside the results)."""
-    path = cache_file(root, HINTS_KEY)
+    path = cache_file(root, "xtc-katas/hints")
     try:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         state = {}
-    state = state if isinstance(state, dict) else {}
     key = f"{kata.id}:{task.function}"
     shown = state.get(key, 0)
     if advance:

@@ -22,14 +22,6 @@ from filelock import FileLock, Timeout
 from xtc_katas import ROOT
 
 
-def lock_path(root: Path = ROOT) -> Path:
-    return root / ".xtc-katas" / "run.lock"
-
-
-def _holder_path(root: Path) -> Path:
-    return root / ".xtc-katas" / "run.lock.holder"
-
-
 class RunBusy(RuntimeError):
     """Another run holds the repository's lock; the message says which, and what to do."""
 
@@ -37,7 +29,7 @@ class RunBusy(RuntimeError):
 def holder(root: Path = ROOT) -> str:
     """Who last took the lock (`"xtc-katas run 04_scheduling, pid 123"`), or ""."""
     try:
-        return _holder_path(root).read_text().strip()
+        return (root / ".xtc-katas" / "run.lock.holder").read_text().strip()
     except OSError:
         return ""
 
@@ -49,23 +41,24 @@ class RunLock:
     def __init__(self, what: str, root: Path = ROOT) -> None:
         self.what = what
         self.root = root
-        path = lock_path(root)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.holder_file = root / ".xtc-katas" / "run.lock.holder"
+        self.holder_file.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = None
         # filelock runs `_took` once it holds the lock; if it raises (the holder file
         # cannot be written), filelock releases the lock again before re-raising.
-        self._lock = FileLock(path, thread_local=False, on_acquired=self._took)
+        self._lock = FileLock(
+            self.holder_file.with_name("run.lock"), thread_local=False, on_acquired=self._took
+        )
 
     def _took(self, fd: int) -> None:
-        _holder_path(self.root).write_text(
+        self.holder_file.write_text(
             f"{self.what}, pid {os.getpid()}, since {time.strftime('%H:%M:%S')}\n"
         )
         self._fd = fd
 
     def fileno(self) -> int:
         """The held lock's descriptor: a child given it (`pass_fds`) keeps the lock held."""
-        if self._fd is None or not self._lock.is_locked:
-            raise RuntimeError("the run lock is not held")
+        assert self._fd is not None, "the run lock is not held"
         return self._fd
 
     def acquire(self, wait: float = 0.0) -> None:
@@ -85,16 +78,14 @@ class RunLock:
             return
         self._fd = None
         with contextlib.suppress(OSError):
-            _holder_path(self.root).unlink()
+            self.holder_file.unlink()
         self._lock.release()
 
 
 @contextlib.contextmanager
 def run_lock(what: str, root: Path = ROOT, wait: float = 0.0) -> Iterator[None]:
-    """Hold the repository's run lock while the block runs (`what` names the run).
-
-    `wait` seconds at most for a run in progress to end (0: do not wait), then RunBusy.
-    """
+    """Hold the repository's run lock while the block runs (`what` names the run), waiting
+    `wait` seconds at most for a run in progress to end (0: do not wait), then RunBusy."""
     lock = RunLock(what, root)
     lock.acquire(wait)
     try:

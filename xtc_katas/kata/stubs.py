@@ -1,42 +1,22 @@
-"""Recognise an untouched stub without running anything.
+"""Recognise an untouched stub without running anything, and keep the learner's versions.
 
 A stub function's body is a docstring and `raise NotImplementedError`. Spotting that from
 the source lets a test fail at once with the friendly message, before it builds graphs,
-imports a backend (1-2 s) or compiles a baseline: the red run of an untouched kata stays
-near-instant. CI's --check-stubs run switches this off, so every test really calls the
-stub and must fail because of it.
+imports a backend (1-2 s) or compiles a baseline (checks/learner.py): the red run of an
+untouched kata stays near-instant. CI's --check-stubs run switches this off, so every test
+really calls the stub and must fail because of it.
 """
 
 from __future__ import annotations
 
 import ast
-import inspect
 import shutil
-import textwrap
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from xtc_katas import ROOT
 from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.manifest import Kata
-
-
-def is_untouched_stub(function: Callable[..., Any]) -> bool:
-    try:
-        source = textwrap.dedent(inspect.getsource(function))
-    except (OSError, TypeError):
-        return False
-    return _is_stub_source(source)
-
-
-def _is_stub_source(source: str) -> bool:
-    try:
-        (node,) = ast.parse(source).body
-    except (SyntaxError, ValueError):
-        return False
-    return is_stub_definition(node)
 
 
 def is_stub_definition(node: ast.stmt) -> bool:
@@ -59,13 +39,9 @@ def source_is_untouched(kata: Kata, source: str) -> bool:
         tree = ast.parse(source)
     except SyntaxError:
         return False
-    functions = {
-        node.name: ast.get_source_segment(source, node)
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-    }
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     return all(
-        task.function in functions and _is_stub_source(functions[task.function] or "")
+        task.function in functions and is_stub_definition(functions[task.function])
         for task in kata.tasks
     )
 
@@ -89,24 +65,18 @@ class FunctionMissing(KataFailure):
             f"solutions/{kata.id}/ once you pass, and in `git show HEAD:{stub}`).\n"
             f"  edit {stub}, then run: pytest katas/{kata.id}"
         )
-        self.kata = kata
-        self.function = function
-
-
-def backups_folder(root: Path = ROOT) -> Path:
-    """Where `reset` and the notebook's save keep the learner's previous versions."""
-    return root / ".xtc-katas" / "backups"
 
 
 def backup_stub(kata: Kata, root: Path = ROOT) -> Path | None:
-    """Copy the kata's stub as it is now to the backups folder; its path (None: no stub).
+    """Copy the kata's stub as it is now to the backups folder, where `reset` and the
+    notebook's save keep the learner's previous versions; its path (None: no stub).
 
     One file per call, named by kata, module and second (a second save in the same second
     gets a suffix): whatever overwrites the stub next, the learner's version stays."""
     stub = kata.stub_path(root)
     if not stub.exists():
         return None
-    folder = backups_folder(root)
+    folder = root / ".xtc-katas" / "backups"
     folder.mkdir(parents=True, exist_ok=True)
     base = f"{kata.id}-{stub.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     backup, count = folder / f"{base}.py", 1

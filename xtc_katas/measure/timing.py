@@ -27,7 +27,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from xtc_katas.kata.failures import KataFailure
-from xtc_katas.kata.problems import Problem, check_arrays
+from xtc_katas.kata.problems import Problem
 from xtc_katas.measure import module_cache
 from xtc_katas.measure.isolation import run_isolated
 
@@ -132,7 +132,6 @@ def time_side_by_side(
     `settled(timings)` says no further round could change its verdict."""
     require_own_cores(f"{', '.join(modules)} on {problem.label}")
     inputs = problem.inputs("random", seed=0)
-    check_arrays(inputs, problem.input_shapes, problem.dtype)
     race = (modules, problem, inputs, rounds, samples, threads, settled, round_s, baselines)
     what = "a kernel timed side by side"
     timings = run_isolated(_time_interleaved, *race, what=what)

@@ -37,8 +37,7 @@ def copy_repository(destination: Path) -> Path:
 def learner_env(**extra: str) -> dict[str, str]:
     """This process's environment minus the XTC_KATAS_* switches (e.g. --solutions' own):
     what a learner's run in a copy of the repository sees. `extra` adds variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}
-    return {**env, **extra}
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}, **extra}
 
 
 def run_python(

@@ -15,16 +15,7 @@ import tempfile
 from pathlib import Path
 
 from xtc_katas.kata.manifest import katas
-from xtc_katas.tools.repo_copy import copy_repository
-
-
-def solved_copy(destination: Path) -> Path:
-    """A copy of the repository with every stub replaced by its reference solution."""
-    copy = copy_repository(destination)
-    for kata in katas():
-        shutil.copyfile(kata.solution_path(copy), kata.stub_path(copy))
-    return copy
-
+from xtc_katas.tools.repo_copy import copy_repository, run_python
 
 #: Two runs, as a learner may run them: the speed races alone on the cores, then every
 #: other test in two pytest-xdist workers (`pytest -n 2`, which leaves perf tests out).
@@ -36,7 +27,9 @@ RUNS = (("-m", "perf"), ("-m", "not perf", "-n", "2"))
 
 def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="xtc-katas-solved-") as tmp:
-        copy = solved_copy(Path(tmp))
+        copy = copy_repository(Path(tmp))
+        for kata in katas():  # every stub replaced by its reference solution
+            shutil.copyfile(kata.solution_path(copy), kata.stub_path(copy))
         for selection in RUNS:
             # `python -m` from the copy imports the copy's xtc_katas: paths resolve there.
             run = [sys.executable, "-m", "pytest", "katas", *selection, *argv]
@@ -44,15 +37,10 @@ def main(argv: list[str]) -> int:
             code = subprocess.run(run, cwd=copy).returncode
             if code != 0:
                 return code
-        status = subprocess.run(
-            [sys.executable, "-m", "xtc_katas", "status", "--no-run"],
-            cwd=copy,
-            capture_output=True,
-            text=True,
-        )
-        print(status.stdout)
+        _, status = run_python(copy, "-m", "xtc_katas", "status", "--no-run")
+        print(status)
         expected = f"{len(katas())} of {len(katas())} katas passing."
-        if expected not in status.stdout:
+        if expected not in status:
             print(f"selfcheck: the status table of the solved copy does not say {expected!r}")
             return 1
     return 0
