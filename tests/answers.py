@@ -172,15 +172,6 @@ RIGHT: dict[int, dict[str, tuple[Answer, ...]]] = {
             ),
             right(
                 "schedule_vectorize",
-                "k outermost: k, i, j, j1 (a tile of 16)",
-                body(
-                    'sch.strip_mine("j", {"j1": 16})',
-                    'sch.interchange(["k", "i", "j", "j1"])',
-                    'sch.vectorize(["j1"])',
-                ),
-            ),
-            right(
-                "schedule_vectorize",
                 "a vector tile of this machine's lanes (8 on AVX2, 16 on AVX-512)",
                 body(
                     *LANES,
@@ -212,18 +203,6 @@ RIGHT: dict[int, dict[str, tuple[Answer, ...]]] = {
                     'sch.interchange(["j", "jj"], root="./j0")',
                     'sch.vectorize(["jj"], root="./j0")',
                     'sch.interchange(["j"], root="./j1")',
-                ),
-            ),
-            right(
-                "schedule_split",
-                "k inside each segment (named main, rest), tiles of 16",
-                body(
-                    'sch.split("j", {"main": 0, "rest": 32})',
-                    'sch.interchange(["i", "main", "rest"])',
-                    'sch.strip_mine("j", {"j1": 16}, root="./main")',
-                    'sch.interchange(["k", "j", "j1"], root="./main")',
-                    'sch.vectorize(["j1"], root="./main")',
-                    'sch.interchange(["k", "j"], root="./rest")',
                 ),
             ),
             right(
@@ -267,11 +246,6 @@ RIGHT: dict[int, dict[str, tuple[Answer, ...]]] = {
             ),
             right(
                 "vectorize_spec",
-                "k outermost, a tile of 16",
-                spec('{"k": {}, "i": {}, "j": {}, "j#16": {"vectorize": True}}'),
-            ),
-            right(
-                "vectorize_spec",
                 "a vector tile of this machine's lanes",
                 lanes_spec('{"i": {}, "k": {}, "j": {}, f"j#{lanes}": {"vectorize": True}}'),
             ),
@@ -286,14 +260,6 @@ RIGHT: dict[int, dict[str, tuple[Answer, ...]]] = {
                 "split_spec",
                 "the main part one vector tile of 32, the remainder empty",
                 spec('{"i": {}, "k": {}, "j[0:32]": {"j#32": {"vectorize": True}}, "j[32:]": {}}'),
-            ),
-            right(
-                "split_spec",
-                "k inside each segment, tiles of 16",
-                spec(
-                    '{"i": {}, "j[0:32]": {"k": {}, "j#16": {"vectorize": True}},'
-                    ' "j[32:]": {"k": {}}}'
-                ),
             ),
             # A closed remainder, "j[32:36]", is as right, but XTC 0.3.2's descript rejects
             # it ("Splitting of j unachieved (stops at 36)"): it knows no axis's size unless

@@ -184,6 +184,40 @@ def vector_tile(loop_nest: Any, problem: Problem, node: Any = None) -> list[str]
     return mistakes
 
 
+def accumulators_fit(loop_nest: Any, problem: Problem) -> list[str]:
+    """What the loops inside the last reduction loop walk is a tile of the output that
+    LLVM keeps in vector registers for the whole reduction when it is small enough to
+    unroll: its accumulators, with one register per vector of the input read along it and
+    one for the broadcast, must fit the machine's register file, or they spill to memory
+    at every step. (A block too large to unroll, kata 10's, is read and written in L1
+    instead: a step of its own, not this check's.)"""
+    simd, reductions = machine(), problem.reduction_axes
+    node, node_loops = _root(loop_nest)
+    last_k = max((n for n, loop in enumerate(node_loops) if loop.axis in reductions), default=-1)
+    if last_k < 0:
+        return []
+    tile = {"rows": 1, "columns": 1}
+    for loop in node_loops[last_k + 1 :]:
+        trips = trip_count(node, loop, problem.axis_sizes)
+        if trips is None:
+            return []
+        tile["columns" if loop.axis == problem.vector_axis else "rows"] *= trips
+    rows, columns = tile["rows"], tile["columns"]  # columns: a multiple of the lanes
+    accumulators, b_vectors = rows * columns // simd.lanes, columns // simd.lanes
+    budget = simd.registers - b_vectors - 1
+    if accumulators <= budget:
+        return []
+    k = "/".join(repr(axis) for axis in reductions)
+    return [
+        f"a {rows}x{columns} tile needs {accumulators} vector accumulators ({rows} x "
+        f"{columns}/{simd.lanes}); this machine has {simd.registers} vector registers "
+        f"({simd.isa}), and the tile needs {b_vectors} more for B's vectors "
+        "and one for A's broadcast: it spills to memory. Keep its accumulators at or below "
+        f"{budget}: fewer or smaller loops inside {k} (the loops after it in the interchange "
+        f"walk this tile at every one of its steps)"
+    ]
+
+
 def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
     """Inside the reduction loops, an unrolled tile of one of the problem's tile axes
     times a vectorized tile of its vector axis: for a matmul, a tile of i by j inside k;
@@ -235,7 +269,6 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
             f"{rows.size} steps: unroll it by its full size, so that every step's "
             "accumulator becomes its own register (a factor of 1 unrolls nothing)"
         )
-    vec = node_loops[-1]
     between = [loop for loop in node_loops[last_k + 1 : -1] if loop is not rows]
     for loop in between:
         trips = trip_count(node, loop, None)
@@ -247,28 +280,7 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
                 f"which then leave the registers at every step of {k!r}. Move it outside "
                 f"{k!r}, or make it a tile and unroll it fully"
             )
-    if vec.size and rows.size and not mistakes:
-        simd = machine()
-        # The tile's rows and columns: the loops between k and the vector are unrolled
-        # (checked above), each multiplies the side of the axis it walks.
-        tile_rows, tile_columns = rows.size, vec.size
-        for loop in between:
-            if loop.axis == vec.axis:
-                tile_columns *= trip_count(node, loop, None) or 1
-            else:
-                tile_rows *= trip_count(node, loop, None) or 1
-        accumulators = tile_rows * tile_columns // simd.lanes
-        # besides the accumulators: the row of B's vectors, and one broadcast of A
-        budget = simd.registers - tile_columns // simd.lanes - 1
-        if accumulators > budget:
-            mistakes.append(
-                f"a {tile_rows}x{tile_columns} tile needs {accumulators} vector accumulators "
-                f"({tile_rows} x {tile_columns}/{simd.lanes}); this machine has "
-                f"{simd.registers} vector registers ({simd.isa}), and the tile needs "
-                f"{tile_columns // simd.lanes} more for B's vectors and one for A's broadcast: "
-                f"it spills to memory. Keep its accumulators at or below {budget}"
-            )
-    return mistakes
+    return mistakes or accumulators_fit(loop_nest, problem)
 
 
 def split_main_part(loop_nest: Any, problem: Problem) -> list[str]:
@@ -282,6 +294,16 @@ def split_main_part(loop_nest: Any, problem: Problem) -> list[str]:
             f"axis {axis!r} is not split: split it into a main part, a multiple of the "
             "vector tile, and the remainder, then schedule each segment with its own "
             "interchange (its root= argument names the segment)"
+        ]
+    root_loops = loops(root, loop_axes(loop_nest))
+    first = next((n for n, loop in enumerate(root_loops) if loop.segment), 0)
+    if not any(loop.axis in problem.reduction_axes for loop in root_loops[:first]):
+        k = "/".join(repr(axis) for axis in problem.reduction_axes)
+        return [
+            f"{axis!r} is split outside {k} (the interchange is {root.interchange}): each "
+            f"segment then runs a {k} loop of its own, and the remainder's, with no vector "
+            "work to overlap, is a chain of dependent adds, one latency per step. Split "
+            f"{axis!r} inside {k}: both segments then run at every step of it"
         ]
     vectorized = [
         child
@@ -594,6 +616,7 @@ def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
 SHAPES: dict[str, Callable[..., list[str]]] = {
     "stride_one": stride_one,
     "vector_tile": vector_tile,
+    "accumulators_fit": accumulators_fit,
     "register_tile": register_tile,
     "split_main_part": split_main_part,
     "parallel_outer": parallel_outer,
