@@ -1,29 +1,15 @@
 """Kata 12's race: a learner's optimizer against XTC's RandomOptimizer, at equal budgets
 (compiling is a search's cost, so optimizers are compared at an equal number of
-evaluations, in XTC's loop: `drive`).
+evaluations, in XTC's loop: `drive`), on a cost model instead of a compiler: a landscape
+over the real samples of an XTC strategy, free to evaluate, so that many seeds fit in a
+few seconds and no verdict depends on the machine's noise.
 
-The race runs on a cost model instead of a compiler: a landscape over the real samples of
-an XTC strategy, free to evaluate, so that many seeds fit in a few seconds and the verdict
-never depends on the machine's noise. Its shape is the one tile-size searches have:
-performance falls off as tile sizes move away (in octaves) from a best configuration.
-
-Three things keep the verdict honest:
-
-- The best configuration of each landscape comes from a secret drawn at run time, in
-  the pytest process, after the learner's optimizers were forked into child processes.
-  Nothing the learner's code can reach (its arguments, this module, its own memory, the
-  caller's frames) holds it: it only ever sees the values `observe()` gives it.
-- Learning is tested directly. Each seed runs twice, in two children forked alike, each
-  fed its own landscape. The secret picks which of the two runs is scored, on its own
-  landscape, against the other run scored on that same landscape (the placebo: the same
-  optimizer, told values from elsewhere). For a search whose suggestions do not depend on
-  what it observed, that pick is a fair coin, independent of both runs' samples: it wins
-  a seed with probability at most 1/2 (a tie is no win), independently from seed to
-  seed, whatever its design.
-- The verdict is a sign test: WINS of the SEEDS against RandomOptimizer and WINS against
-  the placebo, where WINS is the smallest count a fair coin reaches with probability
-  below SIGNIFICANCE. How often searches pass is measured by
-  `python tests/test_optimizer_race.py NAME` (docs/calibration/12_optimizer.md).
+Each landscape's best comes from a secret drawn in the pytest process after the learner's
+optimizers were forked, so their code only sees what `observe()` gives it. Each seed runs
+twice, in two children each fed its own landscape; the secret picks the run scored, and
+the other, scored on the same landscape, is its placebo: a search that does not learn
+beats it with probability at most 1/2 per seed. The verdict is a sign test on both
+counts of wins. Why, and how often searches pass: docs/calibration/12_optimizer.md.
 """
 
 from __future__ import annotations
@@ -51,8 +37,8 @@ from xtc_katas.measure.isolation import Worker, ask
 #: fixed vector width, so that the space is the same on every machine.
 VEC_SIZE = 16
 BUDGET = 40
-#: XTC's default batch is 1 (ExplorationConfig), its tutorials' 5 and 8; seed s searches in
-#: batches of BATCHES[s % 6], and 40 trials in batches of 3 or 6 end on a partial batch.
+#: Seed s searches in batches of BATCHES[s % 6] (XTC's default is 1, its tutorials' 5, 8);
+#: 40 trials in batches of 3 or 6 end on a partial batch.
 BATCHES = (1, 2, 3, 4, 6, 8)
 #: The batch sizes as messages say them ("in batches of {BATCH}"; `xtc-katas explore 12`).
 BATCH = ", ".join(str(b) for b in BATCHES[:-1]) + f" and {BATCHES[-1]}"
@@ -121,14 +107,9 @@ def space_array() -> np.ndarray:
 
 
 def sample_fn(num: int, seed: int | None) -> Iterator[Sample]:
-    """`num` distinct samples drawn with `seed`: what XTC hands an optimizer.
-
-    The same distribution as the strategy's own `sample(num, seed)`: XTC draws each
-    independent choice uniformly and rejects invalid combinations, which is uniform over
-    `exhaustive()`, without repeats in a call (tests/test_optimizer_race.py compares the
-    two). Drawn from the listed space, a sample costs a microsecond instead of XTC's
-    0.1 ms, so that an optimizer may draw thousands per step and the race stays fast.
-    """
+    """`num` distinct samples drawn with `seed`: what XTC hands an optimizer, with the
+    strategy's own distribution (uniform over `exhaustive()`), drawn from the listed space
+    so that an optimizer may draw thousands per step and the race stays fast."""
     if num <= 0 or (seed is not None and seed < 0):  # XTC asserts both
         raise ValueError(f"sample_fn({num}, {seed}): num must be > 0 and seed >= 0")
     everything = space_array()
@@ -187,9 +168,6 @@ class Run:
 
     def best_so_far(self) -> list[float]:
         return list(itertools.accumulate(self.values, max))
-
-    def scored_on(self, model: CostModel) -> Run:
-        return Run([list(x) for x in self.samples], [model(x) for x in self.samples])
 
 
 def drive(optimizer: Any, evaluate: Evaluate, budget: int, batch: int) -> None:
@@ -279,18 +257,15 @@ class OptimizerRace:
     def random_median(self) -> float:
         return statistics.median(run.best for run in self.random.values())
 
-    def _wins(self, other: dict[int, Run]) -> int:
-        return sum(self.learner[s].best > other[s].best for s in self.learner)
-
     @property
     def wins(self) -> int:
         """Seeds on which the learner found a strictly better best than RandomOptimizer."""
-        return self._wins(self.random)
+        return sum(self.learner[s].best > self.random[s].best for s in self.learner)
 
     @property
     def placebo_wins(self) -> int:
         """Seeds on which the learner's best beat its placebo's on the landscape it saw."""
-        return self._wins(self.placebo)
+        return sum(self.learner[s].best > self.placebo[s].best for s in self.learner)
 
     @property
     def needed(self) -> int:
@@ -419,11 +394,8 @@ def race_against_random(
     secret: int | None = None,
 ) -> OptimizerRace:
     """Race an optimizer (the learner's module, or a make_optimizer) against
-    RandomOptimizer on landscapes drawn from a new secret (or from `secret`).
-
-    The optimizer runs in two workers, forked alike before the secret exists, so they
-    hold no trace of the landscapes.
-    """
+    RandomOptimizer on landscapes drawn from a new secret (or `secret`), in two workers
+    forked alike before the secret exists."""
     import xtc.search.optimizers  # noqa: F401  (sklearn: ~2 s to import, once, before any fork)
 
     space_array(), space_set()  # listed once, before any fork
@@ -455,7 +427,8 @@ def score(sides: list[Oracle], seeds: Sequence[int], budget: int, secret: int) -
         side = real_side(secret, seed)
         model = sides[side].models[seed]
         result.learner[seed] = sides[side].runs[seed]
-        result.placebo[seed] = sides[1 - side].runs[seed].scored_on(model)
+        placebo = sides[1 - side].runs[seed].samples
+        result.placebo[seed] = Run([list(x) for x in placebo], [model(x) for x in placebo])
         scored = Oracle({seed: model}, budget)
         run_learner(random_optimizer, scored, [seed], budget)
         result.random[seed] = scored.runs[seed]
