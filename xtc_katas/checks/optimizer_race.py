@@ -171,9 +171,8 @@ class Run:
 
 
 def drive(optimizer: Any, evaluate: Evaluate, budget: int, batch: int) -> None:
-    """XTC's loop (`Exploration.evaluate_iterative`), with `evaluate` for compile+measure:
-    a short batch is not made up for, a long one is cut, and only what was evaluated is
-    observed."""
+    """XTC's loop (`Exploration.evaluate_iterative`), `evaluate` for compile+measure: a
+    short batch is not made up for, a long one is cut, only what was evaluated observed."""
     for step in range(0, budget, batch):
         size = min(batch, budget - step)
         in_x = optimizer.suggest()[:size]
@@ -350,9 +349,8 @@ def _hold(make_optimizer: MakeOptimizer) -> None:
 
 
 def searches(module: Any, seeds: Sequence[int], budget: int) -> None:
-    """In a race's worker: every seed's search, each batch's values asked of the parent,
-    which alone holds the landscapes. The optimizer is the one the worker holds, or the
-    learner's module's."""
+    """In a race's worker: every seed's search (the held optimizer's, or the module's),
+    each batch's values asked of the parent, which alone holds the landscapes."""
     make = _HELD[0] if _HELD else module.make_optimizer
     run_learner(make, lambda seed, samples: ask((seed, samples)), seeds, budget)
 

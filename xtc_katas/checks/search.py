@@ -162,11 +162,8 @@ def contract_mistakes(run: SearchRun, candidates: list[Any], label: str) -> list
 
 
 def laziness_mistakes(run: SearchRun, valid: int = 1) -> list[str]:
-    """One compile per item, made when the item is asked for, through the given Backend.
-
-    `valid` is how many candidates compile: each must go through the Backend class the
-    search was handed (a search that imports its own backend measures the wrong one).
-    """
+    """One compile per item, made when the item is asked for, through the given Backend
+    (`valid` of them at least: a search that imports its own backend measures another)."""
     mistakes = []
     if run.compiles < valid:
         mistakes.append(

@@ -224,11 +224,8 @@ class Conv2D(Problem):
 def make_inputs(
     shapes: list[tuple[int, ...]], dtype: str, kind: str = "random", seed: int = 0
 ) -> list[np.ndarray]:
-    """One input set. Kinds: random (positive, the tutorial's rand), signed, edge.
-
-    "edge" mixes zeros, ones, negative and large-magnitude values: a kernel that skips a
-    remainder, drops a sign or reads out of bounds shows up there.
-    """
+    """One input set. Kinds: random (positive, the tutorial's rand), signed, and edge,
+    whose zeros, ones, signs and large values show a skipped remainder or a lost sign."""
     rng = np.random.default_rng(seed)
     arrays = []
     for shape in shapes:

@@ -160,10 +160,9 @@ def fastest_call(module: Any, name: str, **options: Any) -> float:
 
 @dataclass(frozen=True)
 class Plan:
-    """How a race times one kernel: `number` calls per sample (0: one call without XTC's
-    warm-up call) and `repeat` samples, every `every` rounds (between them its last
-    reading stands), its samples alternating with those of its `twins` (its group,
-    itself included) one evaluate() each; a kernel alone takes them in one evaluate()."""
+    """How a race times one kernel: `number` calls per sample (0: one call, no warm-up)
+    and `repeat` samples, every `every` rounds (its last reading stands between), one
+    evaluate() each by turns with its `twins` (its group); alone, all in one evaluate()."""
 
     number: int
     repeat: int

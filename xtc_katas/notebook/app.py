@@ -43,8 +43,7 @@ def _():
         "task": str(args.get("task") or ""),
     }
     machine_line = machine.describe()
-    #: The run in progress (or the last one) and its rendered result: kept across cells
-    #: without re-running them (a run lives longer than any cell's execution).
+    #: The run in progress (or the last one) and its rendered result, kept across cells.
     current = {"run": None, "shown": None, "shown_html": None, "save": 0, "run_clicks": 0}
 
     def cli(*argv):

@@ -61,10 +61,9 @@ class RunResult:
 def pytest_command(
     kata: Kata, junit: Path, quick: bool = False, backends: Sequence[str] = (), task: str = ""
 ) -> list[str]:
-    """The learner's command (`pytest katas/NN_name`), verbose for the progress count, with
-    pytest's JUnit report; `quick` leaves the races out, `task` keeps one function's tests
-    (`-k`: a test's name contains its function's, and the tests of a longer function
-    containing it, e.g. `schedule_conv_parallel` for `schedule_conv`, are left out)."""
+    """The learner's command (`pytest katas/NN_name`), verbose, with pytest's JUnit report;
+    `quick` leaves the races out, `task` keeps one function's tests (`-k`, without those
+    of a longer function containing its name: `schedule_conv_parallel`'s)."""
     args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", "-v", "--no-header"]
     args += ["-p", "no:warnings", "-o", "console_output_style=classic", f"--junitxml={junit}"]
     if quick:
