@@ -190,16 +190,16 @@ class Oracle:
     """The pytest process's side of a race: scores a learner's suggestions on landscapes
     the learner cannot see, and keeps what was evaluated (never what the learner says)."""
 
-    def __init__(self, models: dict[int, CostModel], budget: int) -> None:
-        self.models, self.budget = models, budget
+    def __init__(self, models: dict[int, CostModel]) -> None:
+        self.models = models
         self.runs = {seed: Run() for seed in models}
 
     def __call__(self, seed: int, samples: list[Sample]) -> list[float]:
         run = self.runs[seed]
-        if len(run.samples) + len(samples) > self.budget:
+        if len(run.samples) + len(samples) > BUDGET:
             raise KataFailure(
-                f"12_optimizer › make_optimizer(): more than {self.budget} evaluations for "
-                f"seed {seed}: the harness asked for {self.budget}"
+                f"12_optimizer › make_optimizer(): more than {BUDGET} evaluations for "
+                f"seed {seed}: the harness asked for {BUDGET}"
             )
         for sample in samples:
             if tuple(sample) not in space_set():
@@ -223,7 +223,6 @@ def run_learner(
     make_optimizer: MakeOptimizer,
     ask: Callable[[int, list[Sample]], list[float]],
     seeds: Sequence[int],
-    budget: int,
 ) -> None:
     """Every seed's search, each sample scored by `ask(seed, samples)`."""
     for seed in seeds:
@@ -232,7 +231,7 @@ def run_learner(
         def evaluate(in_x: list[Sample], seed: int = seed) -> list[float]:
             return ask(seed, plain(in_x)) if len(in_x) else []
 
-        drive(make_optimizer(sample_fn, batch, seed), evaluate, budget, batch)
+        drive(make_optimizer(sample_fn, batch, seed), evaluate, BUDGET, batch)
 
 
 @dataclass
@@ -267,11 +266,6 @@ class OptimizerRace:
         return sum(self.learner[s].best > self.placebo[s].best for s in self.learner)
 
     @property
-    def needed(self) -> int:
-        """WINS for the 60 seeds of the kata's race; as strict for another number."""
-        return wins_needed(len(self.learner))
-
-    @property
     def repeats(self) -> int:
         """Evaluations of a sample the same search had already evaluated."""
         return sum(
@@ -286,11 +280,11 @@ class OptimizerRace:
 
     @property
     def beats_random(self) -> bool:
-        return self.wins >= self.needed
+        return self.wins >= WINS
 
     @property
     def learns(self) -> bool:
-        return self.placebo_wins >= self.needed
+        return self.placebo_wins >= WINS
 
     @property
     def passes(self) -> bool:
@@ -332,7 +326,7 @@ class OptimizerRace:
             f"of {BATCH}), your optimizer found a better best than RandomOptimizer on "
             f"{self.wins} seeds and a better best than itself fed another landscape's values "
             f"(its placebo) on {self.placebo_wins} seeds; it must win at least "
-            f"{self.needed} of {seeds} of each, which a search that does not learn reaches "
+            f"{WINS} of {seeds} of each, which a search that does not learn reaches "
             f"with probability below {SIGNIFICANCE:g}. Median best: yours "
             f"{self.learner_median:.3f}, RandomOptimizer's {self.random_median:.3f}, your "
             f"placebo's {self.placebo_median:.3f}."
@@ -348,14 +342,14 @@ def _hold(make_optimizer: MakeOptimizer) -> None:
     _HELD[:] = [make_optimizer]
 
 
-def searches(module: Any, seeds: Sequence[int], budget: int) -> None:
+def searches(module: Any) -> None:
     """In a race's worker: every seed's search (the held optimizer's, or the module's),
     each batch's values asked of the parent, which alone holds the landscapes."""
     make = _HELD[0] if _HELD else module.make_optimizer
-    run_learner(make, lambda seed, samples: ask((seed, samples)), seeds, budget)
+    run_learner(make, lambda seed, samples: ask((seed, samples)), SEEDS)
 
 
-def serve(workers: dict[Worker, Oracle], seeds: int, budget: int) -> None:
+def serve(workers: dict[Worker, Oracle]) -> None:
     """Answer both workers' questions as they come (they run side by side, one per core)
     until both are done, or TIME_LIMIT_S is over."""
     deadline = time.monotonic() + TIME_LIMIT_S
@@ -366,8 +360,8 @@ def serve(workers: dict[Worker, Oracle], seeds: int, budget: int) -> None:
         )
         if not ready:
             raise KataFailure(
-                f"12_optimizer › make_optimizer(): the race's {2 * seeds} searches of "
-                f"{budget} samples took more than {TIME_LIMIT_S:g} s and were stopped. Make "
+                f"12_optimizer › make_optimizer(): the race's {2 * len(SEEDS)} searches of "
+                f"{BUDGET} samples took more than {TIME_LIMIT_S:g} s and were stopped. Make "
                 "suggest() cheaper: drawing a few thousand samples per call is cheap, "
                 "refitting a model at every call may not be."
             )
@@ -378,18 +372,13 @@ def serve(workers: dict[Worker, Oracle], seeds: int, budget: int) -> None:
                 del waiting[connection]
 
 
-def oracles(secret: int, seeds: Sequence[int], budget: int) -> list[Oracle]:
+def oracles(secret: int) -> list[Oracle]:
     """The two sides of a race: each seed's landscapes, drawn with the secret."""
-    return [
-        Oracle({seed: landscape(secret, seed, side) for seed in seeds}, budget) for side in (0, 1)
-    ]
+    return [Oracle({seed: landscape(secret, seed, side) for seed in SEEDS}) for side in (0, 1)]
 
 
 def race_against_random(
-    optimizer: Learner | MakeOptimizer,
-    seeds: Sequence[int] = SEEDS,
-    budget: int = BUDGET,
-    secret: int | None = None,
+    optimizer: Learner | MakeOptimizer, secret: int | None = None
 ) -> OptimizerRace:
     """Race an optimizer (the learner's module, or a make_optimizer) against
     RandomOptimizer on landscapes drawn from a new secret (or `secret`), in two workers
@@ -402,32 +391,32 @@ def race_against_random(
     try:
         if isinstance(optimizer, Learner) and not optimizer.local:
             learners = [Learner(optimizer.kata, optimizer.solution) for _ in range(2)]
-            workers = [learner.submit(searches, seeds, budget) for learner in learners]
+            workers = [learner.submit(searches) for learner in learners]
         else:
             make = optimizer.module.make_optimizer if isinstance(optimizer, Learner) else optimizer
             workers = [Worker(_hold, make, what="your optimizer") for _ in range(2)]
             for worker in workers:
-                worker.submit(run_probe, searches, seeds, budget)
+                worker.submit(run_probe, searches)
         secret = secrets.randbits(128) if secret is None else secret
-        sides = oracles(secret, seeds, budget)
-        serve(dict(zip(workers, sides, strict=True)), len(seeds), budget)
+        sides = oracles(secret)
+        serve(dict(zip(workers, sides, strict=True)))
     finally:
         for each in [*learners, *workers]:
             each.close()
-    return score(sides, seeds, budget, secret)
+    return score(sides, secret)
 
 
-def score(sides: list[Oracle], seeds: Sequence[int], budget: int, secret: int) -> OptimizerRace:
+def score(sides: list[Oracle], secret: int) -> OptimizerRace:
     """Each seed's run the secret picks, its placebo, and RandomOptimizer's run on the
     same landscape."""
     result = OptimizerRace({}, {}, {})
-    for seed in seeds:
+    for seed in SEEDS:
         side = real_side(secret, seed)
         model = sides[side].models[seed]
         result.learner[seed] = sides[side].runs[seed]
         placebo = sides[1 - side].runs[seed].samples
         result.placebo[seed] = Run([list(x) for x in placebo], [model(x) for x in placebo])
-        scored = Oracle({seed: model}, budget)
-        run_learner(random_optimizer, scored, [seed], budget)
+        scored = Oracle({seed: model})
+        run_learner(random_optimizer, scored, [seed])
         result.random[seed] = scored.runs[seed]
     return result
