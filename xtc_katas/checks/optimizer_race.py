@@ -122,7 +122,7 @@ class CostModel:
     """1.0 at `best`; each tile size's distance from best's, in octaves, costs alike."""
 
     best: tuple[int, ...]
-    salt: int = 0
+    salt: int
 
     def __call__(self, sample: Sequence[int]) -> float:
         if len(sample) and all(isinstance(x, (list, tuple)) for x in sample):
@@ -136,11 +136,9 @@ class CostModel:
             (math.log2(max(x, 1)) - math.log2(max(b, 1))) ** 2
             for x, b in zip(sample, self.best, strict=True)
         )
-        return math.exp(-octaves / (2 * WIDTH**2)) * (1 - ROUGHNESS * self._bump(sample))
-
-    def _bump(self, sample: Sequence[int]) -> float:
         digest = hashlib.blake2b(repr((self.salt, tuple(sample))).encode(), digest_size=8)
-        return int.from_bytes(digest.digest(), "little") / 2**64
+        bump = int.from_bytes(digest.digest(), "little") / 2**64
+        return math.exp(-octaves / (2 * WIDTH**2)) * (1 - ROUGHNESS * bump)
 
 
 def landscape(secret: int, seed: int, side: int) -> CostModel:

@@ -232,7 +232,7 @@ def held_libraries(modules: Iterable[Any]) -> Iterator[list[ctypes.CDLL]]:
     try:
         yield held
     finally:
-        for library in held:
+        for library in held:  # a later compile to the same path must load afresh
             _ctypes.dlclose(library._handle)
 
 
