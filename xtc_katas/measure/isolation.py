@@ -66,9 +66,9 @@ REBUILDERS = {
     ("_codecs", "encode"),
     *(("tblib.pickling_support", f"unpickle_{what}") for what in ("exception", "traceback")),
     ("tblib.pickling_support", "unpickle_exception_with_attrs"),
+    ("types", "SimpleNamespace"),
 }
 NUMPY_REBUILDERS = {"_reconstruct", "scalar", "_frombuffer"}
-PLAIN_CLASSES = {("types", "SimpleNamespace")}
 
 
 class PlainUnpickler(pickle.Unpickler):
@@ -77,9 +77,7 @@ class PlainUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         package = module.split(".")[0]
-        if (module, name) in REBUILDERS | PLAIN_CLASSES or (
-            package == "numpy" and name in NUMPY_REBUILDERS
-        ):
+        if (module, name) in REBUILDERS or (package == "numpy" and name in NUMPY_REBUILDERS):
             return super().find_class(module, name)
         found = super().find_class(module, name) if package in PLAIN_PACKAGES else None
         if isinstance(found, type):
