@@ -323,10 +323,10 @@ def test_peeking_at_the_old_hidden_best_is_judged_not_learning():
 
 def in_process_race(make_optimizer, secret):
     """The race run in this process, where the landscapes are within the optimizer's reach."""
-    sides = race.oracles(secret, race.SEEDS, race.BUDGET)
+    sides = race.oracles(secret)
     for side in sides:
-        race.run_learner(make_optimizer, side, race.SEEDS, race.BUDGET)
-    return race.score(sides, race.SEEDS, race.BUDGET, secret)
+        race.run_learner(make_optimizer, side, race.SEEDS)
+    return race.score(sides, secret)
 
 
 @pytest.mark.slow  # searches the landscape as a gaming learner would: 9 s

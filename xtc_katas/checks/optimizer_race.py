@@ -1,29 +1,15 @@
 """Kata 12's race: a learner's optimizer against XTC's RandomOptimizer, at equal budgets
 (compiling is a search's cost, so optimizers are compared at an equal number of
-evaluations, in XTC's loop: `drive`).
+evaluations, in XTC's loop: `drive`), on a cost model instead of a compiler: a landscape
+over the real samples of an XTC strategy, free to evaluate, so that many seeds fit in a
+few seconds and no verdict depends on the machine's noise.
 
-The race runs on a cost model instead of a compiler: a landscape over the real samples of
-an XTC strategy, free to evaluate, so that many seeds fit in a few seconds and the verdict
-never depends on the machine's noise. Its shape is the one tile-size searches have:
-performance falls off as tile sizes move away (in octaves) from a best configuration.
-
-Three things keep the verdict honest:
-
-- The best configuration of each landscape comes from a secret drawn at run time, in
-  the pytest process, after the learner's optimizers were forked into child processes.
-  Nothing the learner's code can reach (its arguments, this module, its own memory, the
-  caller's frames) holds it: it only ever sees the values `observe()` gives it.
-- Learning is tested directly. Each seed runs twice, in two children forked alike, each
-  fed its own landscape. The secret picks which of the two runs is scored, on its own
-  landscape, against the other run scored on that same landscape (the placebo: the same
-  optimizer, told values from elsewhere). For a search whose suggestions do not depend on
-  what it observed, that pick is a fair coin, independent of both runs' samples: it wins
-  a seed with probability at most 1/2 (a tie is no win), independently from seed to
-  seed, whatever its design.
-- The verdict is a sign test: WINS of the SEEDS against RandomOptimizer and WINS against
-  the placebo, where WINS is the smallest count a fair coin reaches with probability
-  below SIGNIFICANCE. How often searches pass is measured by
-  `python tests/test_optimizer_race.py NAME` (docs/calibration/12_optimizer.md).
+Each landscape's best comes from a secret drawn in the pytest process after the learner's
+optimizers were forked, so their code only sees what `observe()` gives it. Each seed runs
+twice, in two children each fed its own landscape; the secret picks the run scored, and
+the other, scored on the same landscape, is its placebo: a search that does not learn
+beats it with probability at most 1/2 per seed. The verdict is a sign test on both
+counts of wins. Why, and how often searches pass: docs/calibration/12_optimizer.md.
 """
 
 from __future__ import annotations
@@ -51,8 +37,8 @@ from xtc_katas.measure.isolation import Worker, ask
 #: fixed vector width, so that the space is the same on every machine.
 VEC_SIZE = 16
 BUDGET = 40
-#: XTC's default batch is 1 (ExplorationConfig), its tutorials' 5 and 8; seed s searches in
-#: batches of BATCHES[s % 6], and 40 trials in batches of 3 or 6 end on a partial batch.
+#: Seed s searches in batches of BATCHES[s % 6] (XTC's default is 1, its tutorials' 5, 8);
+#: 40 trials in batches of 3 or 6 end on a partial batch.
 BATCHES = (1, 2, 3, 4, 6, 8)
 #: The batch sizes as messages say them ("in batches of {BATCH}"; `xtc-katas explore 12`).
 BATCH = ", ".join(str(b) for b in BATCHES[:-1]) + f" and {BATCHES[-1]}"
@@ -121,14 +107,9 @@ def space_array() -> np.ndarray:
 
 
 def sample_fn(num: int, seed: int | None) -> Iterator[Sample]:
-    """`num` distinct samples drawn with `seed`: what XTC hands an optimizer.
-
-    The same distribution as the strategy's own `sample(num, seed)`: XTC draws each
-    independent choice uniformly and rejects invalid combinations, which is uniform over
-    `exhaustive()`, without repeats in a call (tests/test_optimizer_race.py compares the
-    two). Drawn from the listed space, a sample costs a microsecond instead of XTC's
-    0.1 ms, so that an optimizer may draw thousands per step and the race stays fast.
-    """
+    """`num` distinct samples drawn with `seed`: what XTC hands an optimizer, with the
+    strategy's own distribution (uniform over `exhaustive()`), drawn from the listed space
+    so that an optimizer may draw thousands per step and the race stays fast."""
     if num <= 0 or (seed is not None and seed < 0):  # XTC asserts both
         raise ValueError(f"sample_fn({num}, {seed}): num must be > 0 and seed >= 0")
     everything = space_array()
@@ -141,7 +122,7 @@ class CostModel:
     """1.0 at `best`; each tile size's distance from best's, in octaves, costs alike."""
 
     best: tuple[int, ...]
-    salt: int = 0
+    salt: int
 
     def __call__(self, sample: Sequence[int]) -> float:
         if len(sample) and all(isinstance(x, (list, tuple)) for x in sample):
@@ -155,11 +136,9 @@ class CostModel:
             (math.log2(max(x, 1)) - math.log2(max(b, 1))) ** 2
             for x, b in zip(sample, self.best, strict=True)
         )
-        return math.exp(-octaves / (2 * WIDTH**2)) * (1 - ROUGHNESS * self._bump(sample))
-
-    def _bump(self, sample: Sequence[int]) -> float:
         digest = hashlib.blake2b(repr((self.salt, tuple(sample))).encode(), digest_size=8)
-        return int.from_bytes(digest.digest(), "little") / 2**64
+        bump = int.from_bytes(digest.digest(), "little") / 2**64
+        return math.exp(-octaves / (2 * WIDTH**2)) * (1 - ROUGHNESS * bump)
 
 
 def landscape(secret: int, seed: int, side: int) -> CostModel:
@@ -188,14 +167,10 @@ class Run:
     def best_so_far(self) -> list[float]:
         return list(itertools.accumulate(self.values, max))
 
-    def scored_on(self, model: CostModel) -> Run:
-        return Run([list(x) for x in self.samples], [model(x) for x in self.samples])
-
 
 def drive(optimizer: Any, evaluate: Evaluate, budget: int, batch: int) -> None:
-    """XTC's loop (`Exploration.evaluate_iterative`), with `evaluate` for compile+measure:
-    a short batch is not made up for, a long one is cut, and only what was evaluated is
-    observed."""
+    """XTC's loop (`Exploration.evaluate_iterative`), `evaluate` for compile+measure: a
+    short batch is not made up for, a long one is cut, only what was evaluated observed."""
     for step in range(0, budget, batch):
         size = min(batch, budget - step)
         in_x = optimizer.suggest()[:size]
@@ -213,16 +188,16 @@ class Oracle:
     """The pytest process's side of a race: scores a learner's suggestions on landscapes
     the learner cannot see, and keeps what was evaluated (never what the learner says)."""
 
-    def __init__(self, models: dict[int, CostModel], budget: int) -> None:
-        self.models, self.budget = models, budget
+    def __init__(self, models: dict[int, CostModel]) -> None:
+        self.models = models
         self.runs = {seed: Run() for seed in models}
 
     def __call__(self, seed: int, samples: list[Sample]) -> list[float]:
         run = self.runs[seed]
-        if len(run.samples) + len(samples) > self.budget:
+        if len(run.samples) + len(samples) > BUDGET:
             raise KataFailure(
-                f"12_optimizer › make_optimizer(): more than {self.budget} evaluations for "
-                f"seed {seed}: the harness asked for {self.budget}"
+                f"12_optimizer › make_optimizer(): more than {BUDGET} evaluations for "
+                f"seed {seed}: the harness asked for {BUDGET}"
             )
         for sample in samples:
             if tuple(sample) not in space_set():
@@ -246,7 +221,6 @@ def run_learner(
     make_optimizer: MakeOptimizer,
     ask: Callable[[int, list[Sample]], list[float]],
     seeds: Sequence[int],
-    budget: int,
 ) -> None:
     """Every seed's search, each sample scored by `ask(seed, samples)`."""
     for seed in seeds:
@@ -255,7 +229,7 @@ def run_learner(
         def evaluate(in_x: list[Sample], seed: int = seed) -> list[float]:
             return ask(seed, plain(in_x)) if len(in_x) else []
 
-        drive(make_optimizer(sample_fn, batch, seed), evaluate, budget, batch)
+        drive(make_optimizer(sample_fn, batch, seed), evaluate, BUDGET, batch)
 
 
 @dataclass
@@ -279,23 +253,15 @@ class OptimizerRace:
     def random_median(self) -> float:
         return statistics.median(run.best for run in self.random.values())
 
-    def _wins(self, other: dict[int, Run]) -> int:
-        return sum(self.learner[s].best > other[s].best for s in self.learner)
-
     @property
     def wins(self) -> int:
         """Seeds on which the learner found a strictly better best than RandomOptimizer."""
-        return self._wins(self.random)
+        return sum(self.learner[s].best > self.random[s].best for s in self.learner)
 
     @property
     def placebo_wins(self) -> int:
         """Seeds on which the learner's best beat its placebo's on the landscape it saw."""
-        return self._wins(self.placebo)
-
-    @property
-    def needed(self) -> int:
-        """WINS for the 60 seeds of the kata's race; as strict for another number."""
-        return wins_needed(len(self.learner))
+        return sum(self.learner[s].best > self.placebo[s].best for s in self.learner)
 
     @property
     def repeats(self) -> int:
@@ -312,11 +278,11 @@ class OptimizerRace:
 
     @property
     def beats_random(self) -> bool:
-        return self.wins >= self.needed
+        return self.wins >= WINS
 
     @property
     def learns(self) -> bool:
-        return self.placebo_wins >= self.needed
+        return self.placebo_wins >= WINS
 
     @property
     def passes(self) -> bool:
@@ -358,7 +324,7 @@ class OptimizerRace:
             f"of {BATCH}), your optimizer found a better best than RandomOptimizer on "
             f"{self.wins} seeds and a better best than itself fed another landscape's values "
             f"(its placebo) on {self.placebo_wins} seeds; it must win at least "
-            f"{self.needed} of {seeds} of each, which a search that does not learn reaches "
+            f"{WINS} of {seeds} of each, which a search that does not learn reaches "
             f"with probability below {SIGNIFICANCE:g}. Median best: yours "
             f"{self.learner_median:.3f}, RandomOptimizer's {self.random_median:.3f}, your "
             f"placebo's {self.placebo_median:.3f}."
@@ -374,15 +340,14 @@ def _hold(make_optimizer: MakeOptimizer) -> None:
     _HELD[:] = [make_optimizer]
 
 
-def searches(module: Any, seeds: Sequence[int], budget: int) -> None:
-    """In a race's worker: every seed's search, each batch's values asked of the parent,
-    which alone holds the landscapes. The optimizer is the one the worker holds, or the
-    learner's module's."""
+def searches(module: Any) -> None:
+    """In a race's worker: every seed's search (the held optimizer's, or the module's),
+    each batch's values asked of the parent, which alone holds the landscapes."""
     make = _HELD[0] if _HELD else module.make_optimizer
-    run_learner(make, lambda seed, samples: ask((seed, samples)), seeds, budget)
+    run_learner(make, lambda seed, samples: ask((seed, samples)), SEEDS)
 
 
-def serve(workers: dict[Worker, Oracle], seeds: int, budget: int) -> None:
+def serve(workers: dict[Worker, Oracle]) -> None:
     """Answer both workers' questions as they come (they run side by side, one per core)
     until both are done, or TIME_LIMIT_S is over."""
     deadline = time.monotonic() + TIME_LIMIT_S
@@ -393,8 +358,8 @@ def serve(workers: dict[Worker, Oracle], seeds: int, budget: int) -> None:
         )
         if not ready:
             raise KataFailure(
-                f"12_optimizer › make_optimizer(): the race's {2 * seeds} searches of "
-                f"{budget} samples took more than {TIME_LIMIT_S:g} s and were stopped. Make "
+                f"12_optimizer › make_optimizer(): the race's {2 * len(SEEDS)} searches of "
+                f"{BUDGET} samples took more than {TIME_LIMIT_S:g} s and were stopped. Make "
                 "suggest() cheaper: drawing a few thousand samples per call is cheap, "
                 "refitting a model at every call may not be."
             )
@@ -405,25 +370,17 @@ def serve(workers: dict[Worker, Oracle], seeds: int, budget: int) -> None:
                 del waiting[connection]
 
 
-def oracles(secret: int, seeds: Sequence[int], budget: int) -> list[Oracle]:
+def oracles(secret: int) -> list[Oracle]:
     """The two sides of a race: each seed's landscapes, drawn with the secret."""
-    return [
-        Oracle({seed: landscape(secret, seed, side) for seed in seeds}, budget) for side in (0, 1)
-    ]
+    return [Oracle({seed: landscape(secret, seed, side) for seed in SEEDS}) for side in (0, 1)]
 
 
 def race_against_random(
-    optimizer: Learner | MakeOptimizer,
-    seeds: Sequence[int] = SEEDS,
-    budget: int = BUDGET,
-    secret: int | None = None,
+    optimizer: Learner | MakeOptimizer, secret: int | None = None
 ) -> OptimizerRace:
     """Race an optimizer (the learner's module, or a make_optimizer) against
-    RandomOptimizer on landscapes drawn from a new secret (or from `secret`).
-
-    The optimizer runs in two workers, forked alike before the secret exists, so they
-    hold no trace of the landscapes.
-    """
+    RandomOptimizer on landscapes drawn from a new secret (or `secret`), in two workers
+    forked alike before the secret exists."""
     import xtc.search.optimizers  # noqa: F401  (sklearn: ~2 s to import, once, before any fork)
 
     space_array(), space_set()  # listed once, before any fork
@@ -432,31 +389,32 @@ def race_against_random(
     try:
         if isinstance(optimizer, Learner) and not optimizer.local:
             learners = [Learner(optimizer.kata, optimizer.solution) for _ in range(2)]
-            workers = [learner.submit(searches, seeds, budget) for learner in learners]
+            workers = [learner.submit(searches) for learner in learners]
         else:
             make = optimizer.module.make_optimizer if isinstance(optimizer, Learner) else optimizer
             workers = [Worker(_hold, make, what="your optimizer") for _ in range(2)]
             for worker in workers:
-                worker.submit(run_probe, searches, seeds, budget)
+                worker.submit(run_probe, searches)
         secret = secrets.randbits(128) if secret is None else secret
-        sides = oracles(secret, seeds, budget)
-        serve(dict(zip(workers, sides, strict=True)), len(seeds), budget)
+        sides = oracles(secret)
+        serve(dict(zip(workers, sides, strict=True)))
     finally:
         for each in [*learners, *workers]:
             each.close()
-    return score(sides, seeds, budget, secret)
+    return score(sides, secret)
 
 
-def score(sides: list[Oracle], seeds: Sequence[int], budget: int, secret: int) -> OptimizerRace:
+def score(sides: list[Oracle], secret: int) -> OptimizerRace:
     """Each seed's run the secret picks, its placebo, and RandomOptimizer's run on the
     same landscape."""
     result = OptimizerRace({}, {}, {})
-    for seed in seeds:
+    for seed in SEEDS:
         side = real_side(secret, seed)
         model = sides[side].models[seed]
         result.learner[seed] = sides[side].runs[seed]
-        result.placebo[seed] = sides[1 - side].runs[seed].scored_on(model)
-        scored = Oracle({seed: model}, budget)
-        run_learner(random_optimizer, scored, [seed], budget)
+        placebo = sides[1 - side].runs[seed].samples
+        result.placebo[seed] = Run([list(x) for x in placebo], [model(x) for x in placebo])
+        scored = Oracle({seed: model})
+        run_learner(random_optimizer, scored, [seed])
         result.random[seed] = scored.runs[seed]
     return result

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
@@ -33,9 +34,8 @@ class SearchMistake(KataFailure):
 
 class CompileCounter:
     """Counts the compiles a search makes through the Backend class it is handed, and
-    keeps the times every evaluator of those compiles returned: the very timings the
-    learner's figure comes from, which the honesty check reads instead of timing the
-    kernel again, and whether the module was run at all (measure/observed.py)."""
+    keeps what each compiled module's evaluators returned and whether it ran at all: what
+    the learner's figure comes from (measure/observed.py)."""
 
     def __init__(self, backend_class: Any) -> None:
         self.compiles = 0
@@ -77,10 +77,6 @@ class SearchRun:
     #: the dump_file of every compiler the search asked for, in order
     dump_files: list[str] = field(default_factory=list)
 
-    def reported(self, names: list[str]) -> dict[str, Any]:
-        """What the search reported, by candidate name (the n-th name for the n-th item)."""
-        return {name: item[3] for name, item in zip(names, self.items, strict=False)}
-
 
 def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
     """Drain the generator, noting the compile count around the first item."""
@@ -111,10 +107,9 @@ def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
     return run
 
 
-#: A search ranks its candidates by its own timer, one short measurement each: under load
-#: it can put a slow candidate first. The harness re-times this many of the best it
-#: reported, side by side, and races the fastest (three were too few under a CPU hog:
-#: docs/timing.md#searches-the-learners-own-times).
+#: A search ranks its candidates by its own timer, which under load can put a slow one
+#: first: the harness re-times this many of the best it reported, side by side, and races
+#: the fastest (docs/timing.md#searches-the-learners-own-times).
 FINALISTS = 5
 
 
@@ -167,11 +162,8 @@ def contract_mistakes(run: SearchRun, candidates: list[Any], label: str) -> list
 
 
 def laziness_mistakes(run: SearchRun, valid: int = 1) -> list[str]:
-    """One compile per item, made when the item is asked for, through the given Backend.
-
-    `valid` is how many candidates compile: each must go through the Backend class the
-    search was handed (a search that imports its own backend measures the wrong one).
-    """
+    """One compile per item, made when the item is asked for, through the given Backend
+    (`valid` of them at least: a search that imports its own backend measures another)."""
     mistakes = []
     if run.compiles < valid:
         mistakes.append(
@@ -215,15 +207,11 @@ def require(mistakes: list[str], where: str) -> None:
     raise_mistakes(SearchMistake, f"{where}: the search breaks its contract", mistakes)
 
 
-#: How far a reported % of peak may sit from the harness's side-by-side measurement.
-#: Noise only ever slows a run down, so a correct search can read low (one long run that
-#: caught an interruption) but never much faster than the fastest the harness can find.
+#: How far a reported % of peak may sit from the harness's side-by-side measurement:
+#: noise only slows a run down, so a correct search can read low, never much faster.
 HONEST_ABOVE = 1.5
 HONEST_BELOW = 3.0
-
-
-#: Extra readings the harness takes, each on a fresh compile, before it calls a figure too
-#: fast.
+#: Extra readings, each on a fresh compile, before a figure is called too fast.
 CONFIRMATIONS = 3
 
 
@@ -235,51 +223,39 @@ def honesty_mistakes(
     recompile: Callable[[str], Any],
 ) -> list[str]:
     """Each % of peak the search reported (the n-th item's for the n-th of `names`), held
-    to what the harness knows of that candidate's speed; a figure that is not above 0 (a
-    failed candidate's) is the contract and robustness tests' to judge.
+    to what the harness knows of that candidate's speed; a figure not above 0 (a failed
+    candidate's) is the contract and robustness tests' to judge.
 
-    A figure for a candidate whose module the search never ran (no evaluator or executor
-    asked for, as CompileCounter saw) is made up (unrun_mistake). One that XTC's evaluator
-    timed must lie between the figures of its own slowest and fastest times: exact,
-    whatever the machine's load or the kernel's placement did to those times
-    (observed_mistake). Of those it ran some other way (an executor and its own timer),
-    the best FINALISTS are timed again on fresh compiles, `recompile(name)`
-    (retimed_mistakes): re-timing 30 candidates would cost minutes.
+    A figure for a module the search never ran is made up. One that XTC's evaluator timed
+    must lie between the figures of its own slowest and fastest times, whatever the load
+    did to them (observed_mistake). Of those it timed some other way, the best FINALISTS
+    are timed again on fresh compiles, `recompile(name)` (retimed_mistakes).
     """
     unrun: list[str] = []
     observed: list[str | None] = []
     retimed = {}
     for n, (name, item) in enumerate(zip(names, run.items, strict=False)):
         figure = item[3]
-        if not scored(figure):
+        # NaN is judged, and fails; a str or None is the contract check's to name
+        if not isinstance(figure, (int, float)) or figure <= 0:
             continue
         if not run.ran[n]:
-            unrun.append(unrun_mistake(figure, name))
+            unrun.append(
+                f"for {name!r} it reported {reported_percent(figure)} of peak without running "
+                "the module compiled for it (no get_evaluator() or get_executor() on that "
+                "module before the item was yielded; timing an earlier candidate's module "
+                "again does not count): compile, time and report each candidate from its own "
+                "module"
+            )
         elif run.times[n]:
             observed.append(observed_mistake(figure, run.times[n], problem, peak_fmas_per_s, name))
         elif n in finalists(run):
             retimed[name] = recompile(name)
     mistakes = unrun + [mistake for mistake in observed if mistake]
     if retimed:
-        reported = run.reported(names)
+        reported = {name: item[3] for name, item in zip(names, run.items, strict=False)}
         mistakes += retimed_mistakes(reported, retimed, problem, peak_fmas_per_s, recompile)
     return mistakes
-
-
-def scored(figure: Any) -> bool:
-    """Whether a search gave this candidate a figure to judge: a number above 0 (a float
-    of NaN is judged, and fails; a str or None is the contract check's to name)."""
-    return isinstance(figure, (int, float)) and not figure <= 0
-
-
-def unrun_mistake(reported: float, name: str) -> str:
-    """A figure for a candidate whose module was never run."""
-    return (
-        f"for {name!r} it reported {reported_percent(reported)} of peak without running the "
-        "module compiled for it (no get_evaluator() or get_executor() on that module before "
-        "the item was yielded; timing an earlier candidate's module again does not count): "
-        "compile, time and report each candidate from its own module"
-    )
 
 
 #: The advice for a figure faster than its kernel ran.
@@ -297,9 +273,7 @@ def observed_mistake(
     """The figure must come from the times the search's own evaluators returned: no faster
     than its fastest, no slower than its slowest (a mean or a median lies between)."""
 
-    def to_percent(seconds: float) -> float:
-        return percent_of_peak(problem.fmas, seconds, peak_fmas_per_s)
-
+    to_percent = partial(percent_of_peak, problem.fmas, peak_fmas_per_s=peak_fmas_per_s)
     if within_own_times(reported, times, to_percent):
         return None
     fastest, slowest = to_percent(min(times)), to_percent(max(times))
@@ -329,16 +303,13 @@ def retimed_mistakes(
     one's % of peak with what the learner's search `reported` for that name.
 
     A figure that reads too fast is confirmed before it fails: up to CONFIRMATIONS times,
-    the harness compiles the candidate again (`recompile(name)`), times that twin side by
-    side and with XTC's evaluator called as the hint calls it, and keeps the best reading:
-    the same kernel can run at two speeds for seconds at a time on a shared machine
-    (docs/two-speeds-of-one-kernel.md). A figure that reads too slow is compared with
-    XTC's evaluator called as the hint calls it (`hinted_seconds`), right after: its
-    20 ms runs lose part of the core on a busy machine where 0.2 ms samples do not.
+    on a new compile (`recompile(name)`), timed side by side and as the hint times it,
+    keeping the best reading (a kernel can run at two speeds for seconds at a time:
+    docs/two-speeds-of-one-kernel.md). One that reads too slow is read again as the hint
+    times it (`hinted_seconds`), whose long runs lose more of a busy core.
     """
 
-    def measured(seconds: float) -> float:
-        return percent_of_peak(problem.fmas, seconds, peak_fmas_per_s)
+    measured = partial(percent_of_peak, problem.fmas, peak_fmas_per_s=peak_fmas_per_s)
 
     def too_fast(name: str) -> bool:
         return reported.get(name, 0.0) > HONEST_ABOVE * measured(best[name])

@@ -33,12 +33,9 @@ BUSY_EXIT = 75
 
 
 def pytest_kata(kata: Kata, extra: Sequence[str] = (), quiet: bool = True) -> int:
-    """Run one kata's tests in a fresh process, recording results in the cache.
-
-    Under the repository's run lock (kata/run_lock.py), shared with the notebook: two
-    runs at once would race each other's timings. A run in progress: RunBusy (main prints
-    its message and exits with BUSY_EXIT).
-    """
+    """Run one kata's tests in a fresh process, recording results in the cache, under the
+    repository's run lock (RunBusy if another run, e.g. the notebook's, holds it): two
+    runs at once would race each other's timings."""
     args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", *extra]
     with run_lock(f"xtc-katas on {kata.id}"):
         if quiet:
@@ -47,10 +44,8 @@ def pytest_kata(kata: Kata, extra: Sequence[str] = (), quiet: bool = True) -> in
 
 
 def collect_statuses(run_tests: bool = True) -> list[KataStatus]:
-    """Every kata's status; runs pytest on katas in order until the first unfinished one.
-
-    While another run holds the repository's lock, it runs nothing: it says so on
-    stderr and shows the recorded results."""
+    """Every kata's status; runs pytest on katas in order until the first unfinished one
+    (nothing while another run holds the repository's lock: the recorded results)."""
     statuses = []
     for kata in katas():
         status = kata_status(kata, progress.read())
@@ -168,10 +163,7 @@ def cmd_hint(args: argparse.Namespace) -> int:
 
 def wait_for_change(folder: Path, manual: bool) -> bool:
     """Block until a .py file in `folder` is saved (True), or the learner quits (False).
-
-    Built on watchfiles (inotify, or polling where the file system needs it). Where
-    watching fails (no inotify, a read-only or network file system), Enter re-runs.
-    """
+    Where watching fails (no inotify, a network file system), Enter re-runs."""
     if not manual:
         try:
             from watchfiles import watch
@@ -250,11 +242,8 @@ def cmd_solution(args: argparse.Namespace) -> int:
 
 
 def original_stub(kata: Kata) -> str | None:
-    """The stub as shipped: its newest committed version whose functions are all stubs.
-
-    Looking for the newest *untouched* version (not just HEAD) keeps a learner's own
-    commits out of it, and picks up stubs updated upstream.
-    """
+    """The stub as shipped: its newest committed version whose functions are all stubs
+    (not HEAD, which may hold the learner's own commits)."""
     rel = kata.stub_path().relative_to(ROOT).as_posix()
     log = subprocess.run(
         ["git", "log", "--format=%H", "--", rel], cwd=ROOT, capture_output=True, text=True
@@ -294,8 +283,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
 
 def command(name: str) -> Callable[[argparse.Namespace], int]:
     """The `main` of a heavier command's module (explore, report), imported only when it
-    runs: `xtc-katas status` then starts in a fraction of a second, and this dispatcher
-    depends on the kata package alone, not on everything those commands measure with."""
+    runs: `xtc-katas status` starts fast, and depends on the kata package alone."""
     return lambda args: importlib.import_module(f"xtc_katas.cli.{name}").main(args)
 
 

@@ -1,8 +1,5 @@
-"""The katas' problems (matmul, matmul + relu, conv): the harness's own graphs, inputs and
-answers, each behind one interface, `Problem`.
-
-The harness never trusts the learner's graph to check the learner's kernel: it builds its
-own graph for each problem, makes the inputs, and computes the answer with numpy in float64.
+"""The katas' problems (matmul, matmul + relu, conv), behind one interface, `Problem`: the
+harness's own graphs, inputs and answers (numpy in float64), never the learner's.
 """
 
 from __future__ import annotations
@@ -19,11 +16,8 @@ if TYPE_CHECKING:
 
 
 class Problem(Protocol):
-    """What the harness reads of a problem, whatever its operator: every generic path
-    (schedule checks, spec application, shape checks, search, race, show) reads these,
-    never a matmul's names. `Matmul` and `Conv2D` implement it; a new problem shape is
-    any class that does (CONTRIBUTING.md), and a subclass inherits the methods defined
-    here."""
+    """What every generic path of the harness reads of a problem, never a matmul's names.
+    A new problem shape is any class that implements it (CONTRIBUTING.md)."""
 
     #: The graph's name (a C identifier: the kernel's symbol) and a label for messages.
     name: str
@@ -67,21 +61,17 @@ class Problem(Protocol):
     def graph(self) -> XTCGraph: ...
 
     def inputs(self, kind: str = "random", seed: int = 0) -> list[np.ndarray]:
-        """One input set. Kinds: random (positive, the tutorial's rand), signed, edge."""
+        """One input set (make_inputs)."""
         return make_inputs(self.input_shapes, self.dtype, kind, seed)
 
     def reference(self, inputs: list[np.ndarray]) -> np.ndarray:
         """The exact-ish answer: numpy in float64."""
 
     def error_bound(self, inputs: list[np.ndarray]) -> np.ndarray:
-        """Per-element bound on a correct kernel's rounding error.
-
-        Each output is a dot product of length n (fmas / outputs). Summed in any order
-        (tiled, vectorized, with FMAs) in a dtype of unit roundoff u, it is within
-        gamma_n * (|inputs|' answer) of the exact value, gamma_n = n u / (1 - n u) (Higham,
-        Accuracy and Stability, 3.1). We allow twice that, plus the smallest normal
-        number; relu is 1-Lipschitz and keeps the bound.
-        """
+        """Per-element bound on a correct kernel's rounding error: a dot product of length
+        n summed in any order in a dtype of unit roundoff u is within gamma_n = n u /
+        (1 - n u) times |inputs|' answer (Higham, Accuracy and Stability, 3.1). Twice that,
+        plus the smallest normal number; relu is 1-Lipschitz and keeps the bound."""
         n = self.fmas // math.prod(self.output_shape)
         u = np.finfo(self.dtype).eps / 2
         magnitude = self.reference([np.abs(x) for x in inputs])
@@ -124,9 +114,8 @@ class Matmul(Problem):
         return {"i": self.I, "j": self.J, "k": self.K}
 
     def backend_options(self, backend: str) -> dict[str, bool]:
-        """Options for XTC's Backend. XTC 0.3.2's MLIR backend fuses a consumer only on
-        the tensor dialect (without it, compiling a fused schedule raises IndexError), so a matmul +
-        relu is built on it, fused or not, for a like-for-like race."""
+        """XTC 0.3.2's MLIR backend fuses a consumer only on the tensor dialect, so a
+        matmul + relu is built on it, fused or not, for a like-for-like race."""
         return {"use_tensor_dialect": True} if self.relu and backend == "mlir" else {}
 
     @property
@@ -161,12 +150,8 @@ class Matmul(Problem):
 
 @dataclass(frozen=True)
 class Conv2D(Problem):
-    """O = conv2d(pad(I), W): NHWC input I, RSCF weights W, NHWF output (XTC's layouts).
-
-    H and W are the output's rows and columns, as in XTC's operation catalogue
-    (`xtc.artifacts`). The loop nest of the conv node is b, h, w, f (parallel), r, s, c
-    (reductions), `xtc/graphs/xtc/operators.py`.
-    """
+    """O = conv2d(pad(I), W): NHWC input I, RSCF weights W, NHWF output (XTC's layouts);
+    H and W are the output's rows and columns, as in XTC's catalogue (`xtc.artifacts`)."""
 
     N: int
     H: int
@@ -239,11 +224,8 @@ class Conv2D(Problem):
 def make_inputs(
     shapes: list[tuple[int, ...]], dtype: str, kind: str = "random", seed: int = 0
 ) -> list[np.ndarray]:
-    """One input set. Kinds: random (positive, the tutorial's rand), signed, edge.
-
-    "edge" mixes zeros, ones, negative and large-magnitude values: a kernel that skips a
-    remainder, drops a sign or reads out of bounds shows up there.
-    """
+    """One input set. Kinds: random (positive, the tutorial's rand), signed, and edge,
+    whose zeros, ones, signs and large values show a skipped remainder or a lost sign."""
     rng = np.random.default_rng(seed)
     arrays = []
     for shape in shapes:
@@ -261,11 +243,8 @@ def make_inputs(
 
 
 def single_threaded_blas() -> threadpool_limits:
-    """The harness's own numpy products run on one BLAS thread.
-
-    OpenBLAS's worker threads busy-wait for a while after a multi-threaded call: started
-    by a reference computation, they would steal a core from the kernel timed next.
-    """
+    """The harness's own numpy products run on one BLAS thread: OpenBLAS's workers
+    busy-wait after a call, and would steal a core from the kernel timed next."""
     return threadpool_limits(limits=1, user_api="blas")
 
 

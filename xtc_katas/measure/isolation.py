@@ -1,12 +1,9 @@
 """Run code in a forked child, so that a crash, a hang or a tampering fails one test, never
-the session or the judge.
+the session or the judge: compiled kernels, and the learner's own code (checks/learner.py).
 
-Compiled kernels run there (a schedule can make one that segfaults or never returns), and
-so does the learner's own code (checks/learner.py), which may also rebind whatever it
-reaches. A forked child inherits the loaded modules and the arguments; what comes back is
-pickled, and the parent unpickles only plain data (PlainUnpickler), never a function or
-class the child defined. Fork is safe because the parent never runs a kernel: the
-runtimes' thread pools only start in children, and OpenBLAS re-initialises its own.
+A forked child inherits the loaded modules and the arguments; what comes back is pickled,
+and the parent unpickles only plain data (PlainUnpickler). Fork is safe because the parent
+never runs a kernel: the runtimes' thread pools only start in children.
 """
 
 from __future__ import annotations
@@ -69,21 +66,18 @@ REBUILDERS = {
     ("_codecs", "encode"),
     *(("tblib.pickling_support", f"unpickle_{what}") for what in ("exception", "traceback")),
     ("tblib.pickling_support", "unpickle_exception_with_attrs"),
+    ("types", "SimpleNamespace"),
 }
 NUMPY_REBUILDERS = {"_reconstruct", "scalar", "_frombuffer"}
-PLAIN_CLASSES = {("types", "SimpleNamespace")}
 
 
 class PlainUnpickler(pickle.Unpickler):
     """Unpickles plain data only: a class of PLAIN_PACKAGES, or numpy's and pickle's own
-    rebuilding functions. Anything else (a class the learner's module defined, os.system
-    in a __reduce__) is refused, so nothing the child sends runs code in the parent."""
+    rebuilding functions, so that nothing the child sends runs code in the parent."""
 
     def find_class(self, module: str, name: str) -> Any:
         package = module.split(".")[0]
-        if (module, name) in REBUILDERS | PLAIN_CLASSES or (
-            package == "numpy" and name in NUMPY_REBUILDERS
-        ):
+        if (module, name) in REBUILDERS or (package == "numpy" and name in NUMPY_REBUILDERS):
             return super().find_class(module, name)
         found = super().find_class(module, name) if package in PLAIN_PACKAGES else None
         if isinstance(found, type):
@@ -116,8 +110,7 @@ _PARENT: list[Any] = []
 
 
 def ask(question: Any) -> Any:
-    """In a worker: ask the parent (Worker.step's `answer`) and wait for the answer (kata
-    12's race asks for the values only the parent can compute)."""
+    """In a worker: ask the parent (Worker.step's `answer`) and wait for the answer."""
     connection = _PARENT[0]
     connection.send(("ask", question))
     return connection.recv()
@@ -127,8 +120,7 @@ def _serve(connection: Any, request: tuple) -> None:
     """The child's life: the first request, then each one the parent sends, until it sends
     None. A request is (function, args, kwargs, iterating); every answer is ("ok", value),
     ("item", value) ... ("done", None), or ("error", exception)."""
-    # The parent says a crash in one line: no stack dump from pytest's faulthandler.
-    faulthandler.disable()
+    faulthandler.disable()  # the parent says a crash in one line
     # A worker may start children of its own (numerics.run), which die with it.
     multiprocessing.current_process().daemon = False
     _PARENT[:] = [connection]
@@ -162,9 +154,8 @@ def _serve(connection: Any, request: tuple) -> None:
 
 class Worker:
     """A forked child that runs `first(*args)` (arguments inherited, not pickled; its result
-    in `self.first`), then each call it is sent, until closed; each answer is plain data.
-    `what` names what runs there in a crash's or a hang's message; `time_limit_s` bounds
-    each wait."""
+    in `self.first`), then each call it is sent, until closed. `what` names what runs
+    there in a crash's or a hang's message."""
 
     def __init__(
         self,

@@ -1,14 +1,11 @@
 """The machine's single-core float32 peak, from the harness's register FMA probe, measured
 at most once per process (XTC_KATAS_PEAK_GFMAS, GFMA/s of ONE core, skips it).
 
-The probe runs CHAINS[bits] independent chains `c = c * a + b` on registers, with
-a = b = 0.5 so that every chain stays at 1.0, and an empty `asm` per chain and iteration
-so that the compiler cannot fold them; compiled with the system `cc` for this host (or
-XTC_KATAS_ISA), and timed as the kernels are, the best of short samples: a peak timed
-otherwise would put the kernels above 100%. XTC's `evaluate_flops` loads a vector from L1
-for every FMA and reads low: it is only shown beside (peak_note). Noise only lowers a
-probe's reading, so the best this CPU has shown is kept (best_kept), and a kernel that
-ran faster has the probe run again (reprobe). Why: docs/timing.md#the-peak-probe.
+The probe runs CHAINS[bits] independent chains `c = c * a + b` on registers, compiled
+with the system `cc` for this host (or XTC_KATAS_ISA) and timed as the kernels are, the
+best of short samples: a peak timed otherwise would put the kernels above 100%. Noise
+only lowers a reading, so the best this CPU has shown is kept (best_kept). Why, and why
+not XTC's `evaluate_flops` (only shown beside: peak_note): docs/timing.md#the-peak-probe.
 """
 
 from __future__ import annotations
@@ -103,15 +100,6 @@ double fma_probe_{bits}(int64_t iterations, float a_, float b_, float *out) {{
 
 
 @dataclass(frozen=True)
-class Probe:
-    """A loaded probe: the widths the compiler built for the flags it was given."""
-
-    library: ctypes.CDLL
-    flags: tuple[str, ...]
-    widths: tuple[int, ...]
-
-
-@dataclass(frozen=True)
 class Reading:
     """The probe's best rate, and how it was obtained (for the lesson and the reports)."""
 
@@ -130,10 +118,18 @@ class Reading:
         )
 
 
+@dataclass(frozen=True)
+class Probe:
+    """A loaded probe: the widths the compiler built for the flags it was given."""
+
+    library: ctypes.CDLL
+    flags: tuple[str, ...]
+    widths: tuple[int, ...]
+
+
 def compile_probe() -> Probe:
-    """Compile one function per width (those the flags allow) with `cc` for this host (or
-    the emulated ISA) and load it, from a temporary directory removed before returning
-    (a loaded library stays mapped)."""
+    """Compile one function per width (those the flags allow) with `cc` and load it (from
+    a temporary directory: a loaded library stays mapped)."""
     cc = shutil.which("cc")
     if cc is None:
         raise RuntimeError(
@@ -160,9 +156,9 @@ def compile_probe() -> Probe:
     return Probe(library, flags, widths)
 
 
-def measure_width(probe: Probe, bits: int) -> float:
+def measure_width(library: ctypes.CDLL, bits: int) -> float:
     """FMA/s of the `bits`-wide chains: the best sample of ROUNDS x SAMPLES."""
-    function = getattr(probe.library, f"fma_probe_{bits}")
+    function = getattr(library, f"fma_probe_{bits}")
     lanes, chains = VECTORS[bits][-1], CHAINS[bits]
     out = (ctypes.c_float * (lanes * chains))()
     iterations = 64
@@ -184,7 +180,7 @@ def measure() -> Reading:
     core runs a 512-bit FMA as two halves, 256-bit kernels run faster."""
     probe = compile_probe()
     widest = [bits for bits in probe.widths if bits >= 256] or list(probe.widths)
-    by_width = {bits: measure_width(probe, bits) for bits in widest}
+    by_width = {bits: measure_width(probe.library, bits) for bits in widest}
     bits = max(by_width, key=by_width.__getitem__)
     return Reading(by_width[bits], bits, CHAINS[bits], probe.flags, by_width)
 
@@ -238,9 +234,8 @@ _reprobed = 0
 
 
 def reprobe() -> bool:
-    """Probe the peak again, at most REPROBES times per process; True if it rose. Called
-    when a kernel ran faster than the peak: the probe saw a slower moment than the race
-    did. Never with XTC_KATAS_PEAK_GFMAS: the user's figure stands."""
+    """Probe the peak again, when a kernel ran faster than it, at most REPROBES times per
+    process; True if it rose. Never with XTC_KATAS_PEAK_GFMAS: the user's figure stands."""
     global _reprobed
     if override() is not None or _reprobed >= REPROBES:
         return False
@@ -278,7 +273,7 @@ def peak_source() -> str:
 
 def peak_note() -> str | None:
     """One line when XTC's evaluate_flops (best of 3) differs from the harness's peak by
-    more than NOTE_ABOVE, else None. Measures XTC's reading (~4 s) on the first call."""
+    more than NOTE_ABOVE, else None."""
     harness, xtc = peak_fmas_per_s(), xtc_peak_fmas_per_s()
     gap = xtc / harness - 1
     if abs(gap) <= NOTE_ABOVE:
@@ -297,8 +292,8 @@ def peak_note() -> str | None:
 
 
 def summary_lines() -> list[str]:
-    """For a summary that showed % of peak: where the peak came from. Nothing when this
-    process measured no peak: a run that never needed one pays nothing."""
+    """For a summary that showed % of peak: where the peak came from (nothing when this
+    process measured none)."""
     if not peak_fmas_per_s.cache_info().currsize:
         return []
     return [f"peak: {peak_source()}"]

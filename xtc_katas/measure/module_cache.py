@@ -118,7 +118,7 @@ def _digest(value: Any) -> str:
 
 def record_path(kind: str, key: str) -> Path:
     """Where a small record of `kind` for `key` lives, beside the modules: a reading of
-    this CPU that need not be taken again (machine.py, machine_peak.py)."""
+    this CPU that need not be taken again."""
     return cache_root().parent / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
@@ -143,18 +143,6 @@ def write_record(kind: str, key: str, value: Any) -> None:
         partial.replace(path)
     except OSError:
         pass
-
-
-def load(path: Path, graph: Any, fresh_path: str) -> Any | None:
-    """The cached module at `path`, copied to `fresh_path` + ".so"; None if absent or
-    damaged."""
-    try:
-        meta = json.loads((path / "module.json").read_text())
-        so = f"{fresh_path}.so"
-        shutil.copyfile(path / "module.so", so)
-    except (OSError, ValueError):
-        return None
-    return _host_module(meta, so, graph)
 
 
 def _host_module(meta: dict[str, Any], so: str, graph: Any) -> Any:
@@ -208,14 +196,18 @@ def _prune_others(root: Path, keep: str) -> None:
 def compile_cached(
     key: dict[str, Any], graph: Any, fresh_path: str, build: Callable[[], Any]
 ) -> Any:
-    """The module of `key`: loaded from the cache to `fresh_path`, or `build()` (a
-    compile that writes `fresh_path`.so) and stored."""
+    """The module of `key`: loaded from a copy of the cached library at `fresh_path`.so,
+    or, absent or damaged, `build()` (a compile that writes `fresh_path`.so) and stored."""
     if not enabled():
         return build()
     path = cache_root() / fingerprint()[:16] / _digest(key)[:32]
-    cached = load(path, graph, fresh_path)
-    if cached is not None:
-        return cached
+    try:
+        meta = json.loads((path / "module.json").read_text())
+        shutil.copyfile(path / "module.so", f"{fresh_path}.so")
+    except (OSError, ValueError):
+        pass  # absent or damaged: a miss
+    else:
+        return _host_module(meta, f"{fresh_path}.so", graph)
     module = build()
     store(path, module)
     return module
@@ -224,9 +216,8 @@ def compile_cached(
 @functools.cache
 def host_runtime() -> None:
     """XTC's C host runtime, loaded once per process before any fork (every child inherits
-    it; loading runs no kernel), and compiled once per machine, where XTC compiles it in
-    every process. It goes where XTC 0.3.2 keeps its own build: that being private, if it
-    differs, XTC builds the runtime itself, as without the cache."""
+    it), and compiled once per machine, where XTC compiles it in every process. Where
+    XTC's private hooks differ from 0.3.2's, XTC builds it itself, as without the cache."""
     import ctypes
     import subprocess
 

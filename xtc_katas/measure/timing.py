@@ -35,7 +35,7 @@ from xtc_katas.measure.isolation import run_isolated
 ROUNDS = 20
 SAMPLES = 10
 #: A sample's length, as many calls as fit (at least one): short enough to fall between
-#: two preemptions by another process (calibrated on an AMD EPYC Zen 4 class).
+#: two preemptions by another process.
 SAMPLE_S = 2e-4
 ROUND_S = 0.025  # the time a kernel's samples may fill in a round
 SLOW_CALL_S = 0.01  # from this long a call on, one call per sample and no warm-up call
@@ -99,16 +99,12 @@ class Bounded:
         return low if fast in self.low else high
 
 
-class CoresShared(KataFailure):
-    """Kernels were to be timed while pytest-xdist runs other tests on the same cores."""
-
-
 def require_own_cores(what: str) -> None:
     """Refuse to time `what` under pytest-xdist (a worker, or a process it started): the
     plugin leaves perf tests out under `pytest -n`, this catches the rest."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
-        raise CoresShared(
+        raise KataFailure(
             f"{what} would be timed while pytest-xdist runs other tests beside it (worker "
             f"{worker}, or a process it started): the figures would measure the neighbour. "
             "Run it without -n (pytest -m perf); a harness test that starts it in a "
@@ -127,9 +123,8 @@ def time_side_by_side(
     baselines: Collection[str] = ("naive",),
 ) -> Timings:
     """Time every module on the same inputs, in at most `rounds` interleaved rounds, in a
-    child process (a crash fails the test only); with `threads`, on exactly that many
-    (limit_threads). With `settled`, the race stops after MIN_ROUNDS or more rounds once
-    `settled(timings)` says no further round could change its verdict."""
+    child process; with `threads`, on exactly that many. With `settled`, the race stops
+    after MIN_ROUNDS or more rounds once `settled(timings)` says no round could change it."""
     require_own_cores(f"{', '.join(modules)} on {problem.label}")
     inputs = problem.inputs("random", seed=0)
     race = (modules, problem, inputs, rounds, samples, threads, settled, round_s, baselines)
@@ -165,10 +160,9 @@ def fastest_call(module: Any, name: str, **options: Any) -> float:
 
 @dataclass(frozen=True)
 class Plan:
-    """How a race times one kernel: `number` calls per sample (0: one call without XTC's
-    warm-up call) and `repeat` samples, every `every` rounds (between them its last
-    reading stands), its samples alternating with those of its `twins` (its group,
-    itself included) one evaluate() each; a kernel alone takes them in one evaluate()."""
+    """How a race times one kernel: `number` calls per sample (0: one call, no warm-up)
+    and `repeat` samples, every `every` rounds (its last reading stands between), one
+    evaluate() each by turns with its `twins` (its group); alone, all in one evaluate()."""
 
     number: int
     repeat: int
@@ -188,12 +182,10 @@ def plan_samples(
 ) -> dict[str, Plan]:
     """Each kernel's Plan, from `estimates` (seconds of one call, read once at the start).
 
-    Kernels within TWINS of each other (baselines aside) share one plan, the fastest's:
-    the two a verdict compares get the same samples in every round, whatever noise their
-    estimates read. A kernel of SLOW_CALL_S or more a call is timed one call per sample
-    without XTC's warm-up call and, if it is a baseline or alone in its group, only every
-    SLOW_EVERY rounds: a baseline's sparser readings move every speedup together, and a
-    kernel alone is far from any bar a race judges.
+    Kernels within TWINS of each other (baselines aside) share the fastest's plan: the
+    two a verdict compares get the same samples in every round. A kernel of SLOW_CALL_S
+    or more a call is timed one call per sample and, if it is a baseline or alone in its
+    group (far from any bar), only every SLOW_EVERY rounds.
     """
     plans: dict[str, Plan] = {}
 
@@ -233,24 +225,21 @@ def library_of(module: Any) -> str | None:
 
 @contextlib.contextmanager
 def held_libraries(modules: Iterable[Any]) -> Iterator[list[ctypes.CDLL]]:
-    """Each compiled module's shared library, opened once more while the race runs: XTC's
-    evaluator loads and unloads it at every evaluate(), which a sample would time. Closed
-    after, so that a later compile to the same path is loaded afresh (the dump_file trap).
-    """
+    """Each compiled module's shared library, held open while the race runs: XTC's
+    evaluator loads and unloads it at every evaluate(), which a sample would time."""
     libraries = [library_of(module) for module in modules]
     held = [ctypes.CDLL(str(Path(library).absolute())) for library in libraries if library]
     try:
         yield held
     finally:
-        for library in held:
+        for library in held:  # a later compile to the same path must load afresh
             _ctypes.dlclose(library._handle)
 
 
 def evaluation(plan: Plan) -> tuple[int, int]:
     """XTC's evaluator (number, repeat) for one evaluate(): all of a kernel's samples when
-    it is alone, ONE sample of a twin. A twin's one call is number 0, no warm-up call
-    (which would double its cost); from 2 calls on, each evaluate() makes its own, and a
-    sample follows a warm call, as in a block."""
+    it is alone, ONE sample of a twin (a one-call sample without XTC's warm-up call, which
+    would double its cost)."""
     if not plan.alternates:
         return plan.number, plan.repeat
     return (plan.number if plan.number > 1 else 0), 1
@@ -305,10 +294,9 @@ def _time_interleaved(
 
 
 def second_placements(modules: dict[str, Any], plans: dict[str, Plan]) -> dict[str, list[Any]]:
-    """Each kernel's placements: itself and, for a twin, a copy of its library, which this
-    process maps at another address (a fake without a file is its own copy). The same
-    kernel can run slower at one address than at another in every race of a process: a
-    twin's samples take the two by turns, and a round keeps the faster."""
+    """Each kernel's placements: itself and, for a twin, a copy of its library mapped at
+    another address (a fake is its own copy). A kernel can run slower at one address than
+    at another: a twin's samples take the two by turns, and a round keeps the faster."""
     placements = {}
     for name, module in modules.items():
         placements[name] = [module]
@@ -326,9 +314,8 @@ LIBOMP = "libomp.so.5"
 
 def openmp_workers_sleep_at_once() -> bool:
     """Have LLVM's OpenMP runtime, if a kernel of this process loaded it, put its workers
-    to sleep as soon as a parallel region ends (True if it was there to tell). A worker
-    spinning after a region shares by turns a core another process keeps busy, and a slow
-    call starts late; a fast kernel pays more for the wake-ups: slow twins only."""
+    to sleep as soon as a parallel region ends (True if it was there to tell): a spinning
+    worker takes turns on a core another process keeps busy (slow twins only)."""
     libomp = loaded_openmp()
     if libomp is None:
         return False
@@ -368,11 +355,9 @@ def threads_running() -> int:
 def tvm_workers_should_sleep(
     estimates: dict[str, float], plans: dict[str, Plan], threads_before: int
 ) -> bool:
-    """Whether this child's TVM workers should have slept, as OpenMP's do
-    (openmp_workers_sleep_at_once): twins of SLEEPING_TVM_WORKERS_CALL_S or more a call,
-    and threads started since the process had `threads_before` without libomp loaded
-    (TVM's, as a race is of one backend). A user's own spin count is left as it is.
-    """
+    """Whether this child's TVM workers should have slept, as OpenMP's do: twins of
+    SLEEPING_TVM_WORKERS_CALL_S or more a call, and threads started since `threads_before`
+    without libomp loaded (so TVM's). A user's own spin count is left as it is."""
     if TVM_SPIN_ENV in os.environ:
         return False
     slow_twins = any(
@@ -430,8 +415,8 @@ ABOVE_PEAK = (
 
 
 def format_percent(value: float, digits: int = 1, why: str = ABOVE_PEAK) -> str:
-    """`value` as "87.3%"; above 100%, followed by `why` in parentheses: unexplained, such
-    a figure teaches that the metric means nothing. Every % of peak shown comes here."""
+    """`value` as "87.3%"; above 100%, followed by `why`: unexplained, such a figure
+    teaches that the metric means nothing."""
     text = f"{value:.{digits}f}%"
     return f"{text} ({why})" if value > 100 else text
 
@@ -442,9 +427,8 @@ PAUSE_S = 0.2
 
 
 def limit_threads(threads: int) -> None:
-    """Run XTC's kernels (and BLAS) in this process on exactly `threads` threads. TVM reads
-    TVM_NUM_THREADS when its pool starts, at the first parallel kernel of a process, and
-    kernels only run in fresh children; OpenMP is limited through threadpoolctl."""
+    """Run XTC's kernels (and BLAS) in this process on exactly `threads` threads (TVM reads
+    TVM_NUM_THREADS when its pool starts; OpenMP and BLAS through threadpoolctl)."""
     os.environ["TVM_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(threads)
     threadpool_limits(limits=threads, user_api="openmp")
     threadpool_limits(limits=threads, user_api="blas")

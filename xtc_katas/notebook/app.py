@@ -1,9 +1,8 @@
 """The kata loop as a marimo app: lesson, hints, tasks, the stub in an editor, run, charts.
 
-Started by `xtc-katas notebook [N]` (server.py). The app imports nothing of XTC: the
-tests run through pytest in a subprocess (runner.py), the `show` and `explore` views
-through the xtc-katas command in a subprocess. The stub file on disk stays the one
-source of truth (stub_sync.py).
+Started by `xtc-katas notebook [N]` (server.py). The app imports nothing of XTC: pytest
+(runner.py) and the xtc-katas command run in subprocesses. The stub file on disk stays
+the one source of truth (stub_sync.py).
 
 Headless (CI, tests): `marimo export html app.py -o out.html -- --kata 4 --autorun`
 runs the kata's tests once while the notebook is executed, so the verdicts and the
@@ -44,8 +43,7 @@ def _():
         "task": str(args.get("task") or ""),
     }
     machine_line = machine.describe()
-    #: The run in progress (or the last one) and its rendered result: kept across cells
-    #: without re-running them (a run lives longer than any cell's execution).
+    #: The run in progress (or the last one) and its rendered result, kept across cells.
     current = {"run": None, "shown": None, "shown_html": None, "save": 0, "run_clicks": 0}
 
     def cli(*argv):
@@ -248,15 +246,10 @@ def _(
 
 
 @app.cell
-def _(backend, cancel_button, mo, only_task, quick, run_button):
+def _(backend, cancel_button, mo, only_task, quick, run_button, tick):
     _controls = [run_button, only_task, quick, backend, cancel_button]
-    mo.vstack([mo.md("## Run"), mo.hstack(_controls, justify="start")])
-    return
-
-
-@app.cell
-def _(mo, tick):
-    mo.hstack([mo.md("<small>live updates</small>"), tick], justify="start")
+    _live = mo.hstack([mo.md("<small>live updates</small>"), tick], justify="start")
+    mo.vstack([mo.md("## Run"), mo.hstack(_controls, justify="start"), _live])
     return
 
 

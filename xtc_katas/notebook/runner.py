@@ -1,11 +1,9 @@
-"""Run a kata's tests for the notebook: pytest in a subprocess, streamed, cancellable.
+"""Run a kata's tests for the notebook: pytest in a subprocess (a crashing kernel takes
+its process with it, not the app), streamed, cancellable.
 
-In a subprocess because a kernel that crashes takes its process with it: the app stays
-up and says so. It is the terminal's command (`pytest katas/NN_name`, learner mode), so
-the verdicts, and the progress record `xtc-katas status` reads, are the terminal's. They
-come from what pytest writes, never from its terminal text: each test's tasks, backend,
-outcome and figures from the progress record (kata/progress.py, written by the plugin),
-each failure's text, as pytest prints it, from pytest's JUnit XML report.
+It is the terminal's command (`pytest katas/NN_name`), so the verdicts are the terminal's.
+They come from what pytest writes, never from its terminal text: the progress record
+(kata/progress.py) and, for each failure's text, pytest's JUnit XML report.
 """
 
 from __future__ import annotations
@@ -63,10 +61,9 @@ class RunResult:
 def pytest_command(
     kata: Kata, junit: Path, quick: bool = False, backends: Sequence[str] = (), task: str = ""
 ) -> list[str]:
-    """The learner's command (`pytest katas/NN_name`), verbose for the progress count, with
-    pytest's JUnit report; `quick` leaves the races out, `task` keeps one function's tests
-    (`-k`: a test's name contains its function's, and the tests of a longer function
-    containing it, e.g. `schedule_conv_parallel` for `schedule_conv`, are left out)."""
+    """The learner's command (`pytest katas/NN_name`), verbose, with pytest's JUnit report;
+    `quick` leaves the races out, `task` keeps one function's tests (`-k`, without those
+    of a longer function containing its name: `schedule_conv_parallel`'s)."""
     args = [sys.executable, "-m", "pytest", f"katas/{kata.id}", "-v", "--no-header"]
     args += ["-p", "no:warnings", "-o", "console_output_style=classic", f"--junitxml={junit}"]
     if quick:
@@ -107,8 +104,8 @@ def verdicts(
 
 
 def problem(kata: Kata, code: int, reported: bool) -> str:
-    """What to tell when pytest ended neither with 0 (all passed) nor 1 (some failed), or
-    without its report ("" when it ended well)."""
+    """What to tell when pytest ended neither with 0 nor 1, or without its report ("" when
+    it ended well)."""
     if reported and code >= 0:
         if code in (0, 1):
             return ""
@@ -136,11 +133,9 @@ def problem(kata: Kata, code: int, reported: bool) -> str:
 class KataRun:
     """One run of a kata's tests, in a subprocess, under the repository's run lock.
 
-    `start()` takes the lock (RunBusy if another run holds it) and starts pytest, handing
-    it the lock's descriptor: the lock stays held while pytest lives, even if this process
-    ends first. A thread reads its output (`lines`, `done_tests`, `total`), then sets
-    `result` and releases the lock. `cancel()` stops pytest and its forked kernels; runs
-    still going when this process exits normally are cancelled (stop_all).
+    `start()` takes the lock (RunBusy if another run holds it) and starts pytest, which
+    holds it while it lives. A thread reads its output (`lines`, `done_tests`, `total`),
+    then sets `result` and releases the lock. `cancel()` stops pytest and its kernels.
     """
 
     def __init__(
@@ -249,8 +244,8 @@ _LIVE: set[KataRun] = set()
 
 @atexit.register
 def stop_all() -> None:
-    """Cancel every run still going as the server or kernel shuts down: no pytest outlives
-    the notebook to race a later run."""
+    """Cancel every run still going as this process exits: no pytest outlives the notebook
+    to race a later run."""
     for run in list(_LIVE):
         run.cancel()
         run.wait(TERM_GRACE)
