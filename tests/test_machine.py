@@ -210,17 +210,6 @@ def test_a_peak_is_probed_again_at_most_twice_and_only_ever_rises(monkeypatch):
         machine_peak.peak_fmas_per_s.cache_clear()
 
 
-def test_xtcs_reading_is_shown_beside_the_peak_only_where_they_differ(monkeypatch):
-    from xtc_katas.measure import machine_peak
-
-    monkeypatch.setattr(machine_peak, "peak_fmas_per_s", lambda: 89.6e9)
-    monkeypatch.setattr(machine_peak, "xtc_peak_fmas_per_s", lambda: 70.0e9)
-    note = machine_peak.peak_note()
-    assert note and "70.0 GFMA/s" in note and "22% below" in note and "memory" in note
-    monkeypatch.setattr(machine_peak, "xtc_peak_fmas_per_s", lambda: 87.0e9)
-    assert machine_peak.peak_note() is None
-
-
 def test_a_percent_above_100_says_why():
     from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
 

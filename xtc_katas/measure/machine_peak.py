@@ -5,7 +5,7 @@ The probe runs CHAINS[bits] independent chains `c = c * a + b` on registers, com
 with the system `cc` for this host (or XTC_KATAS_ISA) and timed as the kernels are, the
 best of short samples: a peak timed otherwise would put the kernels above 100%. Noise
 only lowers a reading, so the best this CPU has shown is kept (best_kept). Why, and why
-not XTC's `evaluate_flops` (only shown beside: peak_note): docs/timing.md#the-peak-probe.
+not XTC's `evaluate_flops` (`main` shows both): docs/timing.md#the-peak-probe.
 """
 
 from __future__ import annotations
@@ -186,8 +186,6 @@ def measure() -> Reading:
 
 
 PEAK_ENV = "XTC_KATAS_PEAK_GFMAS"
-#: Above this relative difference, XTC's reading is worth a line next to the harness's.
-NOTE_ABOVE = 0.05
 
 
 def override() -> float | None:
@@ -253,15 +251,6 @@ def peak_fmas_per_s() -> float:
     return given if given is not None else probe_reading().fmas_per_s
 
 
-@cache
-def xtc_peak_fmas_per_s() -> float:
-    """XTC's `evaluate_flops("float32")`, best of 3 calls (~1.3 s each)."""
-    from xtc.runtimes.host import HostRuntime
-
-    runtime = HostRuntime.get()
-    return max(runtime.evaluate_flops("float32") for _ in range(3))
-
-
 def peak_source() -> str:
     """Where peak_fmas_per_s() comes from, for a report's header."""
     given = override()
@@ -269,26 +258,6 @@ def peak_source() -> str:
         return f"{given / 1e9:.1f} GFMA/s per core, from {PEAK_ENV}"
     reading = probe_reading()
     return f"{reading.fmas_per_s / 1e9:.1f} GFMA/s per core, {reading.describe()}"
-
-
-def peak_note() -> str | None:
-    """One line when XTC's evaluate_flops (best of 3) differs from the harness's peak by
-    more than NOTE_ABOVE, else None."""
-    harness, xtc = peak_fmas_per_s(), xtc_peak_fmas_per_s()
-    gap = xtc / harness - 1
-    if abs(gap) <= NOTE_ABOVE:
-        return None
-    why = (
-        "its probes load a vector from memory for every FMA and time each probe once "
-        "(kata 01's lesson)"
-        if gap < 0
-        else "a noisy probe or a clock that changed between the two"
-    )
-    return (
-        f"XTC's evaluate_flops reads {xtc / 1e9:.1f} GFMA/s (best of 3), "
-        f"{abs(gap):.0%} {'below' if gap < 0 else 'above'} the harness's "
-        f"{harness / 1e9:.1f}: {why}"
-    )
 
 
 def summary_lines() -> list[str]:
