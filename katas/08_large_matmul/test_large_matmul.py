@@ -40,7 +40,7 @@ def threads(request):
 def test_schedule_large_computes_the_matmul(task, threads):
     # Signed and edge inputs: at 1024^3 each check costs seconds, and random positive
     # inputs find nothing those two miss.
-    task.on_threads(threads).assert_computes(kinds=("signed", "edge"))
+    task.on_threads(threads).assert_computes(inputs=("signed", "edge"))
 
 
 @pytest.mark.perf

@@ -98,12 +98,18 @@ def speedups(timings: Timings | Bounded) -> Speedups:
     )
 
 
-def race(task: TaskUnderTest, kernel: Any = None, **options: Any) -> tuple[Speedups, Timings]:
+def race(
+    task: TaskUnderTest,
+    kernel: Any = None,
+    found: dict[str, Any] | None = None,
+    until: Callable[[Timings], bool] | None = None,
+) -> tuple[Speedups, Timings]:
     """One race of the task's kernels (or of `found`, kernels already compiled) on its
-    threads: their speedups and timings. `options`: time_side_by_side's (`settled`)."""
-    found = options.pop("found", None) or kernels(task, kernel)
+    threads: their speedups and timings; `until` may stop it early (time_side_by_side's
+    `settled`)."""
+    found = found or kernels(task, kernel)
     timings = time_side_by_side(
-        found, task.problem, threads=task.threads, baselines=BASELINES, **options
+        found, task.problem, threads=task.threads, baselines=BASELINES, settled=until
     )
     return speedups(timings), timings
 
@@ -147,7 +153,7 @@ def judge_speed(task: TaskUnderTest, advice: str = "", kernel: Any = None, **rec
     done = None if os.environ.get(FULL_RACES_ENV) else settled(cap)
     readings: list[Speedups] = []
     for _ in range(RACES):
-        result, timings = race(task, found=found, settled=done)
+        result, timings = race(task, found=found, until=done)
         readings.append(result)
         if standing(result, cap) != 1:
             break

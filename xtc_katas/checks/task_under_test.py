@@ -214,10 +214,10 @@ class TaskUnderTest:
             }
         return self.workdir.compile(impl, scheduler.schedule(), stem, cache_key=key)
 
-    def assert_computes(self, kinds: tuple[str, ...] = ("random", "signed", "edge")) -> None:
-        """The compiled kernel computes the problem on harness-made inputs of `kinds`
-        (numerics.py)."""
-        numerics.assert_computes(self.compiled(), self.problem, self.backend.name, kinds)
+    def assert_computes(self, inputs: tuple[str, ...] = ("random", "signed", "edge")) -> None:
+        """The compiled kernel computes the problem on harness-made inputs of each kind in
+        `inputs` (numerics.py)."""
+        numerics.assert_computes(self.compiled(), self.problem, self.backend.name, inputs)
 
     def shape_mistakes(self) -> list[str]:
         """What the loop nest lacks of the manifest's `shape` for this task, in the terms

@@ -51,8 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "task(function): the kata task a test checks (its `task` fixture); without it, "
-        "the task whose function the test's name contains",
+        "task(function): the kata task a test checks, which its `task` fixture needs (the "
+        "stub checks, without it, read the task from the test's name)",
     )
     if config.getoption("--solutions"):
         os.environ[loader.SOLUTIONS_ENV] = "1"
