@@ -135,7 +135,7 @@ def exempt_of(path) -> set[str]:
         for kata in KATAS
         if path.parent == kata.folder()
         for task in kata.tasks
-        for _, value in task.caps
+        for value in task.caps.values()
     }
     return RULE_CONSTANTS | caps
 

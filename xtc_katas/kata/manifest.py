@@ -32,7 +32,7 @@ class Task(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     hints: Annotated[tuple[str, ...], msgspec.Meta(min_length=1)]
     #: Per backend, the most a perf test may ask: a speedup over the naive schedule (kata
     #: 08: a ratio to numpy). The bar itself comes from the same run (speed_rule.py).
-    cap_table: dict[str, int | float] = msgspec.field(default_factory=dict, name="cap")
+    caps: dict[str, int | float] = msgspec.field(default_factory=dict, name="cap")
     #: The solution timed next to the learner's kernel: "function" of this kata or
     #: "NN_kata.function" of another; empty means this task's own function.
     reference: str = ""
@@ -56,10 +56,6 @@ class Task(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: The shape checks its loop nest must pass, by name (loop_nests.SHAPES): what
     #: `task.assert_shape()` asserts, and what the harness's own tests read.
     shape: tuple[str, ...] = ()
-
-    @property
-    def caps(self) -> tuple[tuple[str, float], ...]:
-        return tuple(self.cap_table.items())
 
     def no_gain_reason(self, backend: str) -> str:
         return self.no_gain.get(backend, "")
@@ -100,7 +96,7 @@ class Kata(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return next((t for t in self.tasks if t.function == function), None)
 
     def cap(self, function: str, backend: str) -> float:
-        caps = task.cap_table if (task := self.task(function)) else {}
+        caps = task.caps if (task := self.task(function)) else {}
         if backend not in caps:
             raise LookupError(f"{self.id}.{function} has no speed cap for {backend}")
         return caps[backend]
