@@ -77,6 +77,10 @@ class SearchRun:
     #: the dump_file of every compiler the search asked for, in order
     dump_files: list[str] = field(default_factory=list)
 
+    def reported(self, names: list[str]) -> dict[str, Any]:
+        """What the search reported, by candidate name (the n-th name for the n-th item)."""
+        return {name: item[3] for name, item in zip(names, self.items, strict=False)}
+
 
 def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
     """Drain the generator, noting the compile count around the first item."""
@@ -253,7 +257,7 @@ def honesty_mistakes(
             retimed[name] = recompile(name)
     mistakes = unrun + [mistake for mistake in observed if mistake]
     if retimed:
-        reported = {name: item[3] for name, item in zip(names, run.items, strict=False)}
+        reported = run.reported(names)
         mistakes += retimed_mistakes(reported, retimed, problem, peak_fmas_per_s, recompile)
     return mistakes
 
