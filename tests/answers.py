@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xtc_katas.kata.manifest import find
+from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,26 @@ def plant(repo, kata: int, answer: Answer) -> None:
     match = re.search(rf"def {answer.function}\(.*?\n(?=    \"\"\")", source, re.S)
     assert match, f"no def {answer.function} in {stub}"
     stub.write_text(source[: match.end()] + answer.body + source[match.end() :])
+
+
+def judge(tmp_path, kata: int, answers: list[Answer], *args: str, isa: str = "") -> tuple[int, str]:
+    """One pytest of kata `kata` in a copy holding `answers` (one per function), of the
+    tests their `select` names; with `isa`, its kernels compile as for that ISA
+    (XTC_KATAS_ISA): (exit code, output)."""
+    functions = [a.function for a in answers]
+    assert len(set(functions)) == len(functions), "one answer per function in a round"
+    repo = copy_repository(tmp_path)
+    for answer in answers:
+        plant(repo, kata, answer)
+    select = " or ".join(f"({a.select})" for a in answers)
+    env = learner_env(**({"XTC_KATAS_ISA": isa} if isa else {}))
+    args = (f"katas/{find(kata).id}", "-k", select, "-rfE", *args)
+    return run_python(repo, "-m", "pytest", *args, env=env, timeout=900)
+
+
+def failed_tests(out: str) -> list[str]:
+    """The names of the tests a pytest output says failed or errored."""
+    return re.findall(r"^(?:FAILED|ERROR) \S+::(\S+)", out, re.M)
 
 
 def body(*lines: str) -> str:

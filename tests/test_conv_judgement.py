@@ -16,8 +16,6 @@ judgement to revisit.
 from __future__ import annotations
 
 import importlib.util
-import re
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -25,56 +23,18 @@ import pytest
 from xtc_katas import ROOT
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import Conv2D, make_inputs
-from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
+from xtc_katas.tools.flakecheck import load_answers
 
 KATA = 11
 
 
-@dataclass(frozen=True)
-class Answer:
-    """A learner's body for `function`, and what the tests selected by `select` say."""
-
-    function: str
-    body: str
-    select: str  # a pytest -k expression: the tests that must judge this answer
-    expected: tuple[str, ...] = ()  # words each wrong answer's failure must contain
-
-
-def plant(repo, answer: Answer) -> None:
-    """Put `answer.body` at the top of its function in the copy's stub."""
-    stub = find(KATA).stub_path(repo)
-    source = stub.read_text()
-    match = re.search(rf"def {answer.function}\(.*?\n(?=    \"\"\")", source, re.S)
-    assert match, f"no def {answer.function} in {stub}"
-    stub.write_text(source[: match.end()] + answer.body + source[match.end() :])
+catalogue = load_answers()  # tests/answers.py: one way to plant and judge an answer
+Answer, failed_tests = catalogue.Answer, catalogue.failed_tests
 
 
 def judge(tmp_path, answers: list[Answer], isa: str | None = None) -> tuple[int, str]:
-    """One pytest run of kata 11 in a copy holding `answers`; `isa`: XTC_KATAS_ISA."""
-    functions = [a.function for a in answers]
-    assert len(set(functions)) == len(functions), "one answer per function in a round"
-    repo = copy_repository(tmp_path)
-    for answer in answers:
-        plant(repo, answer)
-    select = " or ".join(f"({a.select})" for a in answers)
-    env = learner_env(**({"XTC_KATAS_ISA": isa} if isa else {}))
-    return run_python(
-        repo,
-        "-m",
-        "pytest",
-        f"katas/{find(KATA).id}",
-        "-k",
-        select,
-        "-m",
-        "not perf",
-        "-rfE",
-        env=env,
-        timeout=900,
-    )
-
-
-def failed_tests(out: str) -> list[str]:
-    return re.findall(r"^(?:FAILED|ERROR) \S+::(\S+)", out, re.M)
+    """One pytest run of kata 11's tests, not the races, in a copy holding `answers`."""
+    return catalogue.judge(tmp_path, KATA, answers, "-m", "not perf", isa=isa or "")
 
 
 # --- the answers --------------------------------------------------------------------------

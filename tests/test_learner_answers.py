@@ -13,40 +13,19 @@ Katas 01-08 and the single-answer cases live in test_plugin.py (PLANTED, RIGHT);
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from xtc_katas.kata.manifest import find
 from xtc_katas.tools.flakecheck import load_answers
-from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 pytestmark = pytest.mark.slow
 
 #: The catalogue of right answers (tests/answers.py): the planting, and the right answers
 #: of speed tasks, live there.
 catalogue = load_answers()
-Answer, plant, body, spec = catalogue.Answer, catalogue.plant, catalogue.body, catalogue.spec
+Answer, body, spec = catalogue.Answer, catalogue.body, catalogue.spec
+judge, failed_tests = catalogue.judge, catalogue.failed_tests
 GEMM_TILES, PERMUTED = catalogue.GEMM_TILES, catalogue.PERMUTED
 CONV_TILE, CONV_ORDER, CONV = catalogue.CONV_TILE, catalogue.CONV_ORDER, catalogue.CONV
-
-
-def judge(tmp_path, kata: int, answers: list[Answer], *args: str, isa: str = "") -> tuple[int, str]:
-    """One pytest of kata `kata` in a copy holding `answers`; with `isa`, its kernels
-    compile as for that ISA (XTC_KATAS_ISA)."""
-    functions = [a.function for a in answers]
-    assert len(set(functions)) == len(functions), "one answer per function in a round"
-    repo = copy_repository(tmp_path)
-    for answer in answers:
-        plant(repo, kata, answer)
-    select = " or ".join(f"({a.select})" for a in answers)
-    env = learner_env(**({"XTC_KATAS_ISA": isa} if isa else {}))
-    args = (f"katas/{find(kata).id}", "-k", select, "-rfE", *args)
-    return run_python(repo, "-m", "pytest", *args, env=env, timeout=900)
-
-
-def failed_tests(out: str) -> list[str]:
-    return re.findall(r"^(?:FAILED|ERROR) \S+::(\S+)", out, re.M)
 
 
 LAYER = (
