@@ -4,10 +4,9 @@ A kind says how the harness gets a schedule out of the learner's function: its `
 calls the function in the learner's worker (checks/learner.py) and returns the schedule
 as plain data, the primitive calls made on a recording scheduler or a descript spec,
 which the task under test builds again on a fresh scheduler. Its flags say which
-commands serve it. Every place that depends on a kind asks `kind_of(task)`; only a
-search's probe asks which kind feeds it (a strategy is called on the graph). A new kind
-is one entry in KINDS, and, if its probe returns neither calls nor a spec, a builder
-for its data in TaskUnderTest.schedules.
+commands serve it. What depends on a kind asks `kind_of(task)` (a search's probe, which
+kind feeds it). A new kind is one entry in KINDS, plus a builder in
+TaskUnderTest.schedules if its probe returns neither calls nor a spec.
 """
 
 from __future__ import annotations

@@ -185,12 +185,10 @@ def vector_tile(loop_nest: Any, problem: Problem, node: Any = None) -> list[str]
 
 
 def accumulators_fit(loop_nest: Any, problem: Problem) -> list[str]:
-    """What the loops inside the last reduction loop walk is a tile of the output that
-    LLVM keeps in vector registers for the whole reduction when it is small enough to
-    unroll: its accumulators, with one register per vector of the input read along it and
-    one for the broadcast, must fit the machine's register file, or they spill to memory
-    at every step. (A block too large to unroll, kata 10's, is read and written in L1
-    instead: a step of its own, not this check's.)"""
+    """The loops inside the last reduction loop walk a tile of the output that LLVM keeps
+    in vector registers across the reduction when small enough to unroll (kata 10's larger
+    blocks live in L1 instead): its accumulators, one vector of B per column vector and
+    one broadcast must fit the register file, or they spill to memory at every step."""
     simd, reductions = machine(), problem.reduction_axes
     node, node_loops = _root(loop_nest)
     last_k = max((n for n, loop in enumerate(node_loops) if loop.axis in reductions), default=-1)
@@ -230,8 +228,7 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
     unrolled_axes = problem.tile_axes
     reductions = problem.reduction_axes
     k = "/".join(reductions)
-    k_positions = [n for n, loop in enumerate(node_loops) if loop.axis in reductions]
-    last_k = max(k_positions, default=-1)
+    last_k = max((n for n, loop in enumerate(node_loops) if loop.axis in reductions), default=-1)
     i_tiles = [  # the vector loop (innermost) is never the row tile, whatever it walks
         loop
         for loop in node_loops[last_k + 1 : -1]

@@ -246,10 +246,16 @@ def _(
 
 
 @app.cell
-def _(backend, cancel_button, mo, only_task, quick, run_button, tick):
+def _(backend, cancel_button, mo, only_task, quick, run_button):
     _controls = [run_button, only_task, quick, backend, cancel_button]
-    _live = mo.hstack([mo.md("<small>live updates</small>"), tick], justify="start")
-    mo.vstack([mo.md("## Run"), mo.hstack(_controls, justify="start"), _live])
+    mo.vstack([mo.md("## Run"), mo.hstack(_controls, justify="start")])
+    return
+
+
+@app.cell
+def _(mo, tick):
+    # alone: a cell naming `tick` reruns at every tick, and would redraw the Run button
+    mo.hstack([mo.md("<small>live updates</small>"), tick], justify="start")
     return
 
 
