@@ -284,7 +284,7 @@ def split_main_part(loop_nest: Any, problem: Problem) -> list[str]:
     """The vector axis split into segments, one of them with a vectorized tile (the main
     part)."""
     axis = problem.vector_axis
-    root = loop_nest.root_node
+    root, root_loops = _root(loop_nest)
     segments = root.splits.get(axis, {})
     if len(segments) < 2:
         return [
@@ -292,7 +292,6 @@ def split_main_part(loop_nest: Any, problem: Problem) -> list[str]:
             "vector tile, and the remainder, then schedule each segment with its own "
             "interchange (its root= argument names the segment)"
         ]
-    root_loops = loops(root, loop_axes(loop_nest))
     first = next((n for n, loop in enumerate(root_loops) if loop.segment), 0)
     if not any(loop.axis in problem.reduction_axes for loop in root_loops[:first]):
         k = "/".join(repr(axis) for axis in problem.reduction_axes)
