@@ -54,11 +54,14 @@ def mismatch(actual: np.ndarray, problem: Problem, inputs: list[np.ndarray]) -> 
 
 
 def outputs(module: Any, problem: Problem, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The module's output on each input set of `kinds` (problem.inputs(kind, seed=n))."""
-    return {
-        kind: run(module, problem, problem.inputs(kind, seed=seed))
-        for seed, kind in enumerate(kinds)
-    }
+    """The module's output on each input set of `kinds` (problem.inputs(kind, seed=n)),
+    all from one child process."""
+    sets = {kind: problem.inputs(kind, seed=seed) for seed, kind in enumerate(kinds)}
+    return run_isolated(_run_each, module, problem, sets)
+
+
+def _run_each(module: Any, problem: Problem, sets: dict[str, list[np.ndarray]]) -> dict:
+    return {kind: _run_once(module, problem, inputs) for kind, inputs in sets.items()}
 
 
 def assert_outputs(found: dict[str, np.ndarray], problem: Problem, backend: str) -> None:
