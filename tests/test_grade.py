@@ -44,11 +44,11 @@ WRONG_FMAS = """
 def matmul_fmas(I: int, J: int, K: int) -> int:  # noqa: E741
     return I * J  # forgot K
 """
-SEGFAULT_FMAS = """
-def matmul_fmas(I: int, J: int, K: int) -> int:  # noqa: E741
+SEGFAULT_PEAK = """
+def measure_peak(dtype: str = "float32") -> float:
     import ctypes
 
-    return len(ctypes.string_at(0))  # reads address 0: SIGSEGV
+    return float(len(ctypes.string_at(0)))  # reads address 0: SIGSEGV
 """
 NO_GRAPH = """
 def matmul_graph(I: int, J: int, K: int, dtype: str = "float32"):  # noqa: E741
@@ -77,7 +77,7 @@ def plant_class(root: Path) -> Path:
     wrong = planted.with_function(solved(PEAK, {"percent_of_peak"}), "matmul_fmas", WRONG_FMAS)
     planted.write(subs / "wrong", {PEAK.id: wrong, GRAPH.id: solved(GRAPH)})
     planted.write(subs / "half", {PEAK.id: half_peak, GRAPH.id: stub(GRAPH)})
-    crashing = planted.with_function(solved(PEAK), "matmul_fmas", SEGFAULT_FMAS)
+    crashing = planted.with_function(solved(PEAK), "measure_peak", SEGFAULT_PEAK)
     planted.write(subs / "crashing", {PEAK.id: crashing, GRAPH.id: solved(GRAPH)})
     editing = planted.with_function(solved(GRAPH), "matmul_graph", NO_GRAPH)
     planted.write(subs / "editing", {PEAK.id: stub(PEAK), GRAPH.id: editing})
@@ -151,7 +151,7 @@ def test_a_class_gets_a_teachers_verdicts_and_a_rerun_grades_nothing_again(
     assert "untouched stub" in kata_of(half, GRAPH)["cause"]
     crashing = docs["crashing"]
     assert crashing["status"] in ("error", "fail")
-    assert kata_of(crashing, PEAK)["tasks"]["matmul_fmas"] == "failed"
+    assert kata_of(crashing, PEAK)["tasks"]["measure_peak"] == "failed"
     assert "SIGSEGV" in said(crashing, PEAK)
     assert kata_of(crashing, GRAPH)["verdict"] == "passed"  # the crash stayed in its kata
     editing = docs["editing"]
