@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from xtc_katas import ROOT
-from xtc_katas.checks import speed_judge
 from xtc_katas.checks.learner import Learner
 from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.kata.manifest import find
@@ -70,7 +69,7 @@ def test_a_hit_skips_the_compile_and_loads_a_fresh_file_that_computes(
     compiles = Compiles(workdir, monkeypatch)
     first = reference(workdir, backend)
     second = reference(workdir, backend)
-    naive = [speed_judge.compile_naive(reference_task(workdir, backend)) for _ in range(2)]
+    naive = [reference_task(workdir, backend).naive() for _ in range(2)]
     assert compiles.count == 2  # the reference once, naive once
     paths = {m.file_name for m in (first, second, *naive)}
     assert len(paths) == 4 and all(Path(p).parent == tmp_path for p in paths)

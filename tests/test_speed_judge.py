@@ -42,7 +42,7 @@ def check(monkeypatch, learner_readings):
     task, how many races ran, what it recorded)."""
     races = iter(Speedups(learner=x, reference=50.0) for x in learner_readings)
     timed = []
-    monkeypatch.setattr(speed_judge, "kernels", lambda *a: {})
+    monkeypatch.setattr(TaskUnderTest, "race_kernels", lambda *a: {})
     monkeypatch.setattr(speed_judge, "speedups", lambda t: next(races))
     monkeypatch.setattr(
         speed_judge,
@@ -518,7 +518,7 @@ def test_a_kernel_faster_than_the_peak_has_the_peak_probed_again(monkeypatch):
     # The first probe read low (20 GFMA/s, as under a CPU hog); the race's reference ran
     # at 24: the peak is probed again before any figure is shown, and every figure of the
     # message divides by the same, higher peak.
-    monkeypatch.setattr(speed_judge, "kernels", lambda *a: {})
+    monkeypatch.setattr(TaskUnderTest, "race_kernels", lambda *a: {})
     monkeypatch.setattr(speed_judge, "speedups", lambda t: Speedups(learner=40.0, reference=50.0))
     seconds = {"learner": TUTORIAL.fmas / 20e9, "reference": TUTORIAL.fmas / 24e9}
     timings = timing.Timings(rounds={name: [s] for name, s in seconds.items()})
@@ -621,7 +621,7 @@ def test_a_step_that_did_not_pay_is_said_of_this_run_unless_several_races_agree(
     # the machine.
     def judged_with(readings):
         races = iter(Speedups(learner=x, reference=30.0, previous=40.0) for x in readings)
-        monkeypatch.setattr(speed_judge, "kernels", lambda *a: {})
+        monkeypatch.setattr(TaskUnderTest, "race_kernels", lambda *a: {})
         monkeypatch.setattr(speed_judge, "speedups", lambda t: next(races))
         monkeypatch.setattr(speed_judge, "time_side_by_side", lambda *a, **k: Typical())
         recorded = {}

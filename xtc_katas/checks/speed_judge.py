@@ -14,11 +14,9 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from xtc_katas.checks.schedule import fresh_scheduler
-from xtc_katas.checks.speed_rule import Bar, Speedups, bar, judge, step_pays
+from xtc_katas.checks.speed_rule import Bar, Speedups, bar, judge, step_pays, tier
 from xtc_katas.measure.timing import (
     Bounded,
-    NumpyKernel,
     Timings,
     format_percent,
     percent_of_peak,
@@ -27,6 +25,7 @@ from xtc_katas.measure.timing import (
 
 if TYPE_CHECKING:
     from xtc_katas.checks.task_under_test import TaskUnderTest
+    from xtc_katas.kata.problems import Problem
 
 #: A correct kernel that misses the bar in one race is raced again, up to RACES races in
 #: all, as long as it reached NEAR_MISS of the bar. A kernel below NEAR_MISS of the bar
@@ -40,41 +39,9 @@ CLOSE_NOTE = (
     f"close to the bar (within {CLOSE:.0%}): a re-run may read the other side of it; "
     "docs/judging.md says how a race is read"
 )
+Settled = Callable[[Timings], bool]
 #: Set (to anything), every race runs all its rounds: flakecheck measures margins so.
 FULL_RACES_ENV = "XTC_KATAS_FULL_RACES"
-
-
-def compile_naive(task: TaskUnderTest) -> Any:
-    """The untransformed schedule of the task's problem: a race's usual baseline."""
-    impl, scheduler = fresh_scheduler(task.backend, task.problem)
-    key = {"kernel": "naive", "problem": repr(task.problem)}
-    return task.workdir.compile(impl, scheduler.schedule(), "naive", cache_key=key)
-
-
-def kernels(task: TaskUnderTest, kernel: Any = None) -> dict[str, Any]:
-    """The kernels of the task's race, by role; `kernel` stands for the learner's (a
-    search's best). The baseline is named by the task: "naive", "numpy", or for kata 09
-    each side's own "..._unfused"."""
-    reference = task.reference()
-    if task.task.baseline == "unfused":
-        learner, learner_unfused = task.compiled_pair()
-        reference_kernel, reference_unfused = reference.compiled_pair()
-        return {
-            "learner_unfused": learner_unfused,
-            "learner": kernel or learner,
-            "reference_unfused": reference_unfused,
-            "reference": reference_kernel,
-        }
-    found = {
-        "numpy" if task.kind.numpy_race else "naive": (
-            NumpyKernel(task.problem) if task.kind.numpy_race else compile_naive(task)
-        ),
-        "learner": kernel or task.compiled(),
-        "reference": reference.compiled(),
-    }
-    if task.task.previous:
-        found["previous"] = task.reference(task.task.previous).compiled()
-    return found
 
 
 def speedups(timings: Timings | Bounded) -> Speedups:
@@ -99,18 +66,11 @@ def speedups(timings: Timings | Bounded) -> Speedups:
 
 
 def race(
-    task: TaskUnderTest,
-    kernel: Any = None,
-    found: dict[str, Any] | None = None,
-    until: Callable[[Timings], bool] | None = None,
+    found: dict[str, Any], problem: Problem, threads: int | None, until: Settled | None = None
 ) -> tuple[Speedups, Timings]:
-    """One race of the task's kernels (or of `found`, kernels already compiled) on its
-    threads: their speedups and timings; `until` may stop it early (time_side_by_side's
-    `settled`)."""
-    found = found or kernels(task, kernel)
-    timings = time_side_by_side(
-        found, task.problem, threads=task.threads, baselines=BASELINES, settled=until
-    )
+    """One race of the kernels `found` (by role: TaskUnderTest.race_kernels) on `threads`:
+    their speedups and timings; `until` may stop it early (time_side_by_side's `settled`)."""
+    timings = time_side_by_side(found, problem, threads=threads, baselines=BASELINES, settled=until)
     return speedups(timings), timings
 
 
@@ -120,7 +80,7 @@ def standing(figures: Speedups, cap: float | None) -> int:
     return 2 if figures.learner >= value else 1 if figures.learner >= NEAR_MISS * value else 0
 
 
-def settled(cap: float | None) -> Callable[[Timings], bool]:
+def settled(cap: float | None) -> Settled:
     """A running race's test: True once no further round can change what judge_speed
     does with it (pass; miss narrowly, and race again; miss widely) nor whether the step
     pays (its note).
@@ -145,15 +105,17 @@ def settled(cap: float | None) -> Callable[[Timings], bool]:
     return decided
 
 
-def judge_speed(task: TaskUnderTest, advice: str = "", kernel: Any = None, **recorded: Any) -> Bar:
-    """Race the task (a near miss up to RACES times), record its figures, assert the bar."""
+def judge_speed(
+    task: TaskUnderTest, found: dict[str, Any], advice: str = "", **recorded: Any
+) -> Bar:
+    """Race the task's kernels `found` (a near miss up to RACES times), record its
+    figures, assert the bar. The task is read, never called back: its kernels are built."""
     cap = task.kata.cap(task.function, task.backend.name)
     why = task.task.no_gain_reason(task.backend.name)
-    found = kernels(task, kernel)
     done = None if os.environ.get(FULL_RACES_ENV) else settled(cap)
     readings: list[Speedups] = []
     for _ in range(RACES):
-        result, timings = race(task, found=found, until=done)
+        result, timings = race(found, task.problem, task.threads, until=done)
         readings.append(result)
         if standing(result, cap) != 1:
             break
@@ -212,11 +174,6 @@ def judge_speed(task: TaskUnderTest, advice: str = "", kernel: Any = None, **rec
 
 #: The kernels a race reads every other against (planned alone: timing.plan_samples).
 BASELINES = ("naive", "numpy")
-TIERS = ((1.0, "gold: numpy's speed or better"), (0.75, "silver"), (0.5, "bronze"))
-
-
-def tier(ratio: float) -> str:
-    return next((name for bound, name in TIERS if ratio >= bound), "below bronze (0.5x)")
 
 
 def openblas() -> str:

@@ -158,3 +158,11 @@ def judge(
 
 class SpeedBelowBar(KataFailure):
     """The learner's kernel is correct but slower than this run's bar."""
+
+
+#: Kata 08's tiers: the learner's speed over numpy's, reported beside its verdict.
+TIERS = ((1.0, "gold: numpy's speed or better"), (0.75, "silver"), (0.5, "bronze"))
+
+
+def tier(ratio: float) -> str:
+    return next((name for bound, name in TIERS if ratio >= bound), "below bronze (0.5x)")

@@ -28,6 +28,7 @@ from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import PROBLEMS, Problem
 from xtc_katas.measure import numerics
 from xtc_katas.measure.backends import KataBackend
+from xtc_katas.measure.timing import NumpyKernel
 from xtc_katas.measure.workdir import Workdir
 
 if TYPE_CHECKING:
@@ -235,6 +236,36 @@ class TaskUnderTest:
             mistakes = self.shape_mistakes()
         loop_nests.require(mistakes, self.kata.id, self.function)
 
+    def naive(self) -> Any:
+        """The untransformed schedule of the task's problem: a race's usual baseline."""
+        impl, scheduler = schedule.fresh_scheduler(self.backend, self.problem)
+        key = {"kernel": "naive", "problem": repr(self.problem)}
+        return self.workdir.compile(impl, scheduler.schedule(), "naive", cache_key=key)
+
+    def race_kernels(self, kernel: Any = None) -> dict[str, Any]:
+        """The kernels of the task's race, by role; `kernel` stands for the learner's (a
+        search's best). The baseline is named by the task: "naive", "numpy", or for kata 09
+        each side's own "..._unfused"."""
+        reference = self.reference()
+        if self.task.baseline == "unfused":
+            learner, learner_unfused = self.compiled_pair()
+            reference_kernel, reference_unfused = reference.compiled_pair()
+            return {
+                "learner_unfused": learner_unfused,
+                "learner": kernel or learner,
+                "reference_unfused": reference_unfused,
+                "reference": reference_kernel,
+            }
+        numpy = self.kind.numpy_race
+        found = {
+            "numpy" if numpy else "naive": NumpyKernel(self.problem) if numpy else self.naive(),
+            "learner": kernel or self.compiled(),
+            "reference": reference.compiled(),
+        }
+        if self.task.previous:
+            found["previous"] = self.reference(self.task.previous).compiled()
+        return found
+
     def assert_speed(self, advice: str = "", kernel: Any = None, **recorded: Any) -> Bar:
         """Race the learner's kernel (or `kernel`, a compiled module of this task's problem:
         a search's best) against its baseline, the reference and the previous step's
@@ -243,4 +274,4 @@ class TaskUnderTest:
         hint); `recorded`: more figures for the summary."""
         from xtc_katas.checks import speed_judge
 
-        return speed_judge.judge_speed(self, advice, kernel, **recorded)
+        return speed_judge.judge_speed(self, self.race_kernels(kernel), advice, **recorded)

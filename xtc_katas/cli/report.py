@@ -59,7 +59,7 @@ def raced_rows(backend: KataBackend, workdir: Workdir, peak: float) -> list[dict
                 task = TaskUnderTest(kata, entry, learner, backend, workdir)
                 if task.kind.numpy_race:
                     task = task.on_threads(1)
-                result, timings = race(task)
+                result, timings = race(task.race_kernels(), task.problem, task.threads)
                 # the median round, as the speedups and the tests' messages read it
                 mine, theirs = (
                     percent_of_peak(task.problem.fmas, timings.typical(name), peak, task.cores)

@@ -19,8 +19,9 @@ import statistics
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-from xtc_katas.checks.speed_judge import race
+from xtc_katas.checks import speed_judge
 from xtc_katas.checks.speed_rule import ABOVE_PREVIOUS, Speedups, bar
 from xtc_katas.checks.task_under_test import TaskUnderTest, reference_learner
 from xtc_katas.kata.manifest import Kata, Task, find, katas
@@ -32,6 +33,10 @@ from xtc_katas.tools.flakecheck import span
 LARGE_THREADS = (1, 2)
 
 
+def race(task: TaskUnderTest, kernel: Any = None) -> Speedups:
+    return speed_judge.race(task.race_kernels(kernel), task.problem, task.threads)[0]
+
+
 def run_once(kata: Kata, entry: Task, backend: KataBackend, workdir: Workdir) -> list[tuple]:
     """[(label, Speedups, cap)] of one side-by-side run of this task, the reference in
     the learner's seat (kata 08: on each of LARGE_THREADS)."""
@@ -39,11 +44,11 @@ def run_once(kata: Kata, entry: Task, backend: KataBackend, workdir: Workdir) ->
     cap = kata.cap(entry.function, backend.name)
     if task.kind.numpy_race:
         return [
-            (f"{entry.function} {threads}T", race(task.on_threads(threads))[0], cap)
+            (f"{entry.function} {threads}T", race(task.on_threads(threads)), cap)
             for threads in LARGE_THREADS
         ]
     kernel = None if entry.baseline == "unfused" else task.reference().compiled()
-    return [(entry.function, race(task, kernel)[0], cap)]
+    return [(entry.function, race(task, kernel), cap)]
 
 
 #: Each race's runs, (Speedups, cap), by (kata id, label, backend).

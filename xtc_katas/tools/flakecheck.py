@@ -1,28 +1,16 @@
-"""Run the solutions' performance tests N times in a row and report each bar's margin.
+"""Run the solutions' performance tests N times and report each bar's margin: the smallest
+speedup / bar over the runs. A bar that fails once in twenty runs is a bug.
 
-    python -m xtc_katas.tools.flakecheck --runs 10 katas/04_scheduling katas/05_descript
-    python -m xtc_katas.tools.flakecheck --runs 10 --hog    # with the other core kept busy
-    python -m xtc_katas.tools.flakecheck --runs 3 --isa avx2  # as an AVX2 machine would judge
+    python -m xtc_katas.tools.flakecheck --runs 10 [--hog] [--isa avx2] [katas/04_scheduling]
+    python -m xtc_katas.tools.flakecheck --answers --runs 3 --hog [--pytest-args="..."]
 
-A speed judgement that fails once in twenty runs is a bug, so this is how the rule is
-re-checked on a new machine: every run is a plain `pytest --solutions -m perf`, its
-figures read back from the JUnit XML (record_perf puts them there). For each test it
-prints the range of its speedups, of the reference's and of the bars (each run sets its
-own, speed_rule.py), and the margin: the smallest speedup / bar over the runs. The check
-passes with no failure and every margin at MARGIN or more; the exit code says so.
-
-Every race runs all its rounds here (speed_judge.FULL_RACES_ENV): an early-stopped race
-gets the same verdict, but its figures, and so the margin, are medians of fewer rounds.
-
-`--answers` races, instead of the references, the catalogue of right answers that differ
-from them (tests/answers.py): for each of its rounds, one copy of the repository with one
-answer planted per function, whose speed tests run N times there as a learner's run does.
-Each answer's margin is reported beside the reference's in the same runs, and must be
-ANSWER_MARGIN or more:
-
-    python -m xtc_katas.tools.flakecheck --answers --runs 3 --hog
-    python -m xtc_katas.tools.flakecheck --answers --runs 1 katas/10_gemm \\
-        --pytest-args="--backend mlir"
+Each run is a plain `pytest --solutions -m perf` whose figures come back in its JUnit XML
+(record_perf), every race with all its rounds (speed_judge.FULL_RACES_ENV: an early stop
+gives the same verdict from fewer rounds). It passes with no failure and every margin at
+MARGIN or more. `--hog` keeps the other core busy; `--isa avx2` judges as AVX2 would.
+`--answers` races the right answers that differ from the references instead
+(tests/answers.py), one repository copy per round with one answer per function: each
+answer's margin, beside the reference's in the same runs, must be ANSWER_MARGIN or more.
 """
 
 from __future__ import annotations
