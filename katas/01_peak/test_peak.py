@@ -81,7 +81,7 @@ def test_measure_peak_agrees_with_the_harness(learner_module, peak):
 
     now = max(HostRuntime.get().evaluate_flops("float32") for _ in range(3))
     for _ in range(2):
-        if got > now / 3:
+        if got > now / 3 or got < now / 1000:  # 1000 times low is a unit, not noise
             break
         got = max(got, learner_module.measure_peak("float32"))
     assert got > now / 3, (

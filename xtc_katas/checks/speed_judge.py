@@ -1,10 +1,8 @@
 """One race, one judge: every speed verdict of the katas.
 
-A race (timing.time_side_by_side, in one child process) times a task's kernels side by
-side: its baseline (the naive schedule; numpy's own matmul for a task raced against
-numpy, kata 08; or each side's unfused self for kata 09), the learner's kernel, the
-task's reference solution and, when the manifest names one, the previous technique's
-reference. The verdict is speed_rule.py's, the same for every kata.
+A race (timing.time_side_by_side, in one child process) times side by side the kernels a
+task built (TaskUnderTest.race_kernels: its baseline, the learner's, the reference and the
+previous step's reference); the verdict is speed_rule.py's, the same for every kata.
 """
 
 from __future__ import annotations

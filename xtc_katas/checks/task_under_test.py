@@ -1,14 +1,14 @@
 """The `task` fixture: one task of the kata under test, the one object its judges take.
 
 A test names its task with a marker; the object knows the function, the learner's module
-behind its process boundary, the problem it runs on, the backend and the threads:
+behind its process boundary, the problem, the backend and the threads, and builds every
+kernel a judgement needs (the learner's, its unfused twin, the references, the naive):
 
     @pytest.mark.task("schedule_split")
     def test_schedule_split_computes_the_matmul(task):
         task.assert_computes()
 
-What the function made, and the kernel compiled from it, are kept for the session (`memo`):
-each run is a new process, which calls and compiles afresh.
+What the function made, and the kernels compiled from it, are kept for the session (`memo`).
 """
 
 from __future__ import annotations

@@ -56,6 +56,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if config.getoption("--solutions"):
         os.environ[loader.SOLUTIONS_ENV] = "1"
+    if config.getoption("--check-stubs"):  # a stub's failure needs no smallest example
+        from hypothesis import Phase, settings
+
+        settings.register_profile("stubs", phases=(Phase.explicit, Phase.reuse, Phase.generate))
+        settings.load_profile("stubs")
     machine.remember_cpu_reading()  # before anything imports XTC
     set_thread_defaults()
     machine.emulate_cpu_info()
@@ -106,8 +111,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def backend(request: pytest.FixtureRequest) -> KataBackend:
-    """The code generator a test runs on: MLIR and TVM, one test id each ([mlir], [tvm]).
-
-    --backend or XTC_KATAS_BACKEND picks one, for a faster loop.
-    """
+    """The code generator a test runs on, [mlir] and [tvm] (--backend or XTC_KATAS_BACKEND
+    picks one, for a faster loop)."""
     return request.param
