@@ -26,8 +26,9 @@ from xtc_katas.kata.manifest import Kata
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.isolation import TIME_LIMIT_S, Worker
 
-#: The module the worker imported (in the worker only).
+#: The module the worker imported (in the worker only); the references, by kata.
 _LOADED: dict[str, ModuleType] = {}
+_REFERENCES: dict[str, Learner] = {}
 
 
 @dataclass(frozen=True)
@@ -175,3 +176,10 @@ class Learner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def reference_learner(kata: Kata) -> Learner:
+    """The kata's reference solution, run in this process: the harness's own code."""
+    if kata.id not in _REFERENCES:
+        _REFERENCES[kata.id] = Learner(kata, solution=True, local=True)
+    return _REFERENCES[kata.id]

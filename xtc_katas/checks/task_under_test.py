@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from xtc_katas.checks import kinds, loop_nests, schedule
-from xtc_katas.checks.learner import Learner
+from xtc_katas.checks.learner import Learner, reference_learner
 from xtc_katas.checks.schedule import ScheduleMistake
 from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import PROBLEMS, Problem
@@ -38,14 +38,6 @@ Built = tuple[Any, Any]  # (XTC backend, checked scheduler)
 
 #: This session's schedules and kernels, by what they are made from (TaskUnderTest.memo).
 _COMPILED: dict[tuple[Any, ...], Any] = {}
-_REFERENCES: dict[str, Learner] = {}
-
-
-def reference_learner(kata: Kata) -> Learner:
-    """The kata's reference solution, run in this process: the harness's own code."""
-    if kata.id not in _REFERENCES:
-        _REFERENCES[kata.id] = Learner(kata, solution=True, local=True)
-    return _REFERENCES[kata.id]
 
 
 @dataclass
