@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 #: A correct kernel that misses the bar in one race is raced again, up to RACES races in
 #: all, as long as it reached NEAR_MISS of the bar. A kernel below NEAR_MISS of the bar
-#: fails at once, and the bar itself never moves (docs/timing.md#re-races-of-near-misses).
+#: fails at once. Each race sets its bar from its own reference figure; the last race's
+#: verdict stands (docs/timing.md#re-races-of-near-misses).
 RACES = 3
 NEAR_MISS = 0.5
 #: A race within this fraction of its bar, either side, is one whose verdict a re-run may
