@@ -410,9 +410,15 @@ def fused_part_rows(loop_nest: Any, problem: Problem) -> list[str]:
     return found
 
 
+#: Kata 10's block of C, as its stub asks: TVM's tutorial's, the size the lesson's
+#: arithmetic and every step's reference use (a 32x64 block read 0.78-0.86x of the
+#: reference at step 5 on TVM: docs/calibration/10_gemm.md).
+BLOCK = 32
+
+
 def blocked(loop_nest: Any, problem: Problem) -> list[str]:
-    """The output is computed block by block (kata 10's C): i and j are tiled into blocks
-    smaller than the matrix, their loops over blocks are the two outermost loops, and the
+    """The output is computed block by block (kata 10's C): i and j are tiled into
+    BLOCK x BLOCK blocks, their loops over blocks are the two outermost loops, and the
     reduction k is walked in steps (a tile of k)."""
     i, j, k = _one(problem.tile_axes), problem.vector_axis, _one(problem.reduction_axes)
     sizes = problem.axis_sizes
@@ -438,6 +444,12 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
                 f"the block {block[0]!r} of {block[1]} holds one {axis!r} of C: a block is "
                 "several rows by several columns, whose rows of B are reused while it is "
                 "finished"
+            )
+        elif block and block[1] != BLOCK:
+            mistakes.append(
+                f"the block {block[0]!r} spans {block[1]} of {axis!r}: the stub asks for "
+                f"{BLOCK}x{BLOCK} blocks, the size of the lesson's arithmetic and of every "
+                "step's reference, whose speed later steps are raced against"
             )
     k_tiles = [size for size in node.tiles.get(k, {}).values()]
     if k_tiles and k in sizes and max(k_tiles) >= sizes[k]:
