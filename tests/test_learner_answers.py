@@ -223,7 +223,7 @@ WRONG = {
                     'sch.interchange(["i", "j", "k", "k1", "i1", "j1"])',
                 ),
                 "gemm_blocking_walks",
-                ("the block 'i1' of 1 holds one 'i' of C",),
+                ("the block 'i1' spans 1 of 'i': the stub asks for 32x32 blocks",),
             ),
             Answer(
                 "gemm_write_cache",
