@@ -602,16 +602,18 @@ def gemm_staircase(blocks: list[str], label: str, tiles: str = "i1 j1 k1") -> di
         f'sch.strip_mine("{axis}", {{"{tile}": {size}}})'
         for axis, tile, size in (("i", i1, 32), ("j", j1, 32), ("k", k1, 4))
     )
-    vectorized = (f"sch.interchange({[*blocks, k1, i1, j1]!r})", f'sch.vectorize(["{j1}"])')
-    permuted = (*made, f"sch.interchange({[*blocks, i1, k1, j1]!r})", f'sch.vectorize(["{j1}"])')
-    cached = (*permuted, 'sch.pack_at("j", 1)', f'sch.buffer_at("{last}")')
+    vectorize = f'sch.vectorize(["{j1}"])'
+    blocking = (*made, f"sch.interchange({[*blocks, k1, i1, j1]!r})")
+    permuted = (*made, f"sch.interchange({[*blocks, i1, k1, j1]!r})", vectorize)
+    packed = (*permuted, 'sch.pack_at("j", 1)')
+    cached = (*packed, f'sch.buffer_at("{last}")', f'sch.unroll({{"{k1}": 4}})')
     steps = {
-        "gemm_blocking": (*made, vectorized[0]),
-        "gemm_vectorize": (*made, *vectorized),
+        "gemm_blocking": blocking,
+        "gemm_vectorize": (*blocking, vectorize),
         "gemm_permute": permuted,
-        "gemm_pack": (*permuted, 'sch.pack_at("j", 1)'),
-        "gemm_write_cache": (*cached, f'sch.unroll({{"{k1}": 4}})'),
-        "gemm_parallel": (*cached, f'sch.unroll({{"{k1}": 4}})', f'sch.parallelize(["{outer}"])'),
+        "gemm_pack": packed,
+        "gemm_write_cache": cached,
+        "gemm_parallel": (*cached, f'sch.parallelize(["{outer}"])'),
     }
     return {
         function: right(function, label, body(*(line.replace("'", '"') for line in lines)))

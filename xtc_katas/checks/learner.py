@@ -26,8 +26,9 @@ from xtc_katas.kata.manifest import Kata
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.isolation import TIME_LIMIT_S, Worker
 
-#: The module the worker imported (in the worker only); the references, by kata.
+#: The module the worker imported (in the worker only).
 _LOADED: dict[str, ModuleType] = {}
+#: The references' learners, by kata (reference_learner).
 _REFERENCES: dict[str, Learner] = {}
 
 
