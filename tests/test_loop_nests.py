@@ -188,6 +188,30 @@ def test_parallel_wants_the_outermost_loop():
     )
 
 
+def tile(rows, columns, order="ijk"):
+    return (
+        ("strip_mine", "i", {"i1": rows}),
+        ("strip_mine", "j", {"j1": columns}),
+        ("interchange", [*order, "i1", "j1"]),
+        ("unroll", {"i1": rows}),
+        ("vectorize", ["j1"]),
+    )
+
+
+@pytest.mark.parametrize(
+    ("rows", "columns", "order"), [(4, 16, "ijk"), (8, 8, "ijk"), (2, 32, "jik")]
+)
+def test_a_tile_of_4_rows_or_j_outside_i_reads_b_seldom_enough(rows, columns, order):
+    assert loop_nests.rows_reuse_b(nest(LARGE, *tile(rows, columns, order)), LARGE) == []
+
+
+def test_fewer_rows_under_the_loop_over_i_read_all_of_b_more_often():
+    (two_rows,) = loop_nests.rows_reuse_b(nest(LARGE, *tile(2, 32)), LARGE)
+    assert "tile of 2 row(s) of C reads all of B (512 KiB) once, 64 times a call" in two_rows
+    no_tile = nest(LARGE, ("strip_mine", "j", {"j1": 16}), ("interchange", ["i", "j", "k", "j1"]))
+    assert "tile of 1 row(s)" in loop_nests.rows_reuse_b(no_tile, LARGE)[0]
+
+
 def _tasks_with_a_shape_and_a_previous_step():
     from xtc_katas.kata.manifest import katas
 

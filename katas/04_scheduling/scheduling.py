@@ -49,5 +49,6 @@ def schedule_split(sch: Any) -> None:
 
 
 def schedule_parallel(sch: Any) -> None:
-    """A 128x256x512 matmul: share the outermost loop among the cores, around a fast tile."""
+    """A 128x256x512 matmul: share the outermost loop among the cores, around a fast tile
+    of 4 rows or more (each tile of rows reads all of B)."""
     raise NotImplementedError

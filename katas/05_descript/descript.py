@@ -35,5 +35,6 @@ def split_spec() -> dict:
 
 
 def parallel_spec() -> dict:
-    """A 128x256x512 matmul: the register tile, with the outermost loop shared by the cores."""
+    """A 128x256x512 matmul: a register tile of 4 rows or more (each tile of rows reads all
+    of B), with the outermost loop shared by the cores."""
     raise NotImplementedError

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 
 if TYPE_CHECKING:
@@ -338,6 +340,33 @@ def parallel_outer(loop_nest: Any, problem: Problem) -> list[str]:
     return _too_few_iterations(root, outer, problem.axis_sizes)
 
 
+#: The fewest rows a tile of C takes per read of all of B (kata 04's reference has 4).
+ROWS_PER_READ_OF_B = 4
+
+
+def rows_reuse_b(loop_nest: Any, problem: Problem) -> list[str]:
+    """A matmul's loop over rows outside its loop over columns reads all of B once per
+    tile of rows, so the rows a tile holds (inside k) are how often each load of B serves.
+    docs/calibration/04_scheduling.md measures what 2 rows cost on the large problem."""
+    i, j, k = _one(problem.tile_axes), problem.vector_axis, _one(problem.reduction_axes)
+    _, node_loops = _root(loop_nest)
+    order = [loop.axis for loop in node_loops]
+    if j in order and order.index(j) < order.index(i):
+        return []  # a block of B's columns stays in the caches while every row uses it
+    after_k = node_loops[max(n for n, axis in enumerate(order) if axis == k) + 1 :]
+    rows = next((loop.size for loop in after_k if loop.axis == i and loop.size), 1)
+    if rows >= ROWS_PER_READ_OF_B:
+        return []
+    sizes = problem.axis_sizes
+    reads, kib = sizes[i] // rows, sizes[k] * sizes[j] * np.dtype(problem.dtype).itemsize // 1024
+    return [
+        f"each tile of {rows} row(s) of C reads all of B ({kib} KiB) once, {reads} times a "
+        f"call: every vector of B that a step of {k!r} loads serves one FMA per row. Tile "
+        f"{ROWS_PER_READ_OF_B} rows or more inside {k!r} (the lesson's section 5 says what "
+        f"fewer cost), or put the loop over {j!r}'s tiles outside {i!r}'s"
+    ]
+
+
 def _output_axes(problem: Problem) -> tuple[str, ...]:
     """The problem's axes that are not reductions: each output element is computed by
     one iteration of them, so any of them can be shared by threads."""
@@ -614,6 +643,7 @@ SHAPES: dict[str, Callable[..., list[str]]] = {
     "register_tile": register_tile,
     "split_main_part": split_main_part,
     "parallel_outer": parallel_outer,
+    "rows_reuse_b": rows_reuse_b,
     "fused_consumer": fused_consumer,
     "blocked": blocked,
     "permuted": permuted,
