@@ -377,7 +377,6 @@ def run_pytest(
     a worker killed mid-job does not leave its pytest running beside the next grade."""
     command = [sys.executable, "-m", "pytest", f"katas/{kata.id}", "-q", "--no-header"]
     command += ["-p", "xtc_katas.grade.pytest_record", f"--grade-record={record}"]
-    command += ["-p", "no:cacheprovider"]
     if config.backend:
         command.append(f"--backend={config.backend}")
     setpriv = shutil.which("setpriv")

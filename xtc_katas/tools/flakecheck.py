@@ -50,7 +50,8 @@ ANSWER_MARGIN = 1.2
 def run_once(paths: list[str], junit: Path, extra: list[str], repo: Path, solutions: bool) -> int:
     """One `pytest -m perf` of `paths` in `repo`: of the references, or (not `solutions`)
     of the learner's files there, as a learner's run sees them."""
-    command = [sys.executable, "-m", "pytest", "-q", "-m", "perf", "-p", "no:cacheprovider"]
+    # The cache beside the XML: the repository's own records the learner's progress.
+    command = [sys.executable, "-m", "pytest", "-q", "-m", "perf", "-o", f"cache_dir={junit}.cache"]
     command += [*(["--solutions"] if solutions else []), f"--junitxml={junit}", *extra, *paths]
     env = None if solutions else {k: v for k, v in os.environ.items() if k != loader.SOLUTIONS_ENV}
     return subprocess.run(command, cwd=repo, env=env, check=False).returncode
