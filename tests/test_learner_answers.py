@@ -439,7 +439,7 @@ NEWCOMER = {
 #: (0.78-0.87x the reference on TVM, the same CPU).
 SPILLS = ("a 4x32 tile needs 16 vector accumulators", "spills to memory")
 CHAINS = ("'j' is split outside 'k'", "a chain of dependent adds")
-B_READS = ("tile of 2 row(s) of C reads all of B (512 KiB) once, 64 times a call",)
+B_READS = ("run 64 times a call", "read all of B (512 KiB) for 2 row(s) of C")
 WRONG_04_05 = {
     4: [
         Answer(

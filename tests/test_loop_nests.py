@@ -198,18 +198,35 @@ def tile(rows, columns, order="ijk"):
     )
 
 
-@pytest.mark.parametrize(
-    ("rows", "columns", "order"), [(4, 16, "ijk"), (8, 8, "ijk"), (2, 32, "jik")]
+#: A block of 32 rows outside j, a 2-row tile inside k: B read 4 times a call (a teacher's).
+I_BLOCK = (
+    ("strip_mine", "i", {"i0": 32, "i1": 2}),
+    ("strip_mine", "j", {"j1": 32}),
+    ("interchange", ["i", "j", "i0", "k", "i1", "j1"]),
+    ("unroll", {"i1": 2}),
+    ("vectorize", ["j1"]),
 )
-def test_a_tile_of_4_rows_or_j_outside_i_reads_b_seldom_enough(rows, columns, order):
-    assert loop_nests.rows_reuse_b(nest(LARGE, *tile(rows, columns, order)), LARGE) == []
 
 
-def test_fewer_rows_under_the_loop_over_i_read_all_of_b_more_often():
+@pytest.mark.parametrize(
+    "steps", [tile(4, 16), tile(8, 8), tile(2, 32, "jik"), I_BLOCK], ids=["4x16", "8x8", "j", "i0"]
+)
+def test_4_rows_or_more_per_read_of_b_pass(steps):
+    assert loop_nests.rows_reuse_b(nest(LARGE, *steps), LARGE) == []
+
+
+def test_fewer_rows_per_read_of_b_are_named_with_the_reads():
     (two_rows,) = loop_nests.rows_reuse_b(nest(LARGE, *tile(2, 32)), LARGE)
-    assert "tile of 2 row(s) of C reads all of B (512 KiB) once, 64 times a call" in two_rows
+    assert "run 64 times a call" in two_rows and "all of B (512 KiB) for 2 row(s)" in two_rows
+    k_tile_inside = (
+        ("strip_mine", "i", {"i1": 2}),
+        ("strip_mine", "j", {"j1": 32}),
+        ("strip_mine", "k", {"k1": 4}),
+        ("interchange", ["i", "j", "k", "i1", "k1", "j1"]),
+    )
+    assert "run 64 times" in loop_nests.rows_reuse_b(nest(LARGE, *k_tile_inside), LARGE)[0]
     no_tile = nest(LARGE, ("strip_mine", "j", {"j1": 16}), ("interchange", ["i", "j", "k", "j1"]))
-    assert "tile of 1 row(s)" in loop_nests.rows_reuse_b(no_tile, LARGE)[0]
+    assert "run 128 times" in loop_nests.rows_reuse_b(no_tile, LARGE)[0]
 
 
 def _tasks_with_a_shape_and_a_previous_step():

@@ -49,6 +49,7 @@ def schedule_split(sch: Any) -> None:
 
 
 def schedule_parallel(sch: Any) -> None:
-    """A 128x256x512 matmul: share the outermost loop among the cores, around a fast tile
-    of 4 rows or more (each tile of rows reads all of B)."""
+    """A 128x256x512 matmul: share the outermost loop among the cores, around a fast tile.
+
+    Each pass of the loops over i outside j's reads all of B: 4 rows or more per pass."""
     raise NotImplementedError

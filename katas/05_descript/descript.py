@@ -35,6 +35,7 @@ def split_spec() -> dict:
 
 
 def parallel_spec() -> dict:
-    """A 128x256x512 matmul: a register tile of 4 rows or more (each tile of rows reads all
-    of B), with the outermost loop shared by the cores."""
+    """A 128x256x512 matmul: the register tile, with the outermost loop shared by the cores.
+
+    Each pass of the loops over i outside j's reads all of B: 4 rows or more per pass."""
     raise NotImplementedError

@@ -340,30 +340,33 @@ def parallel_outer(loop_nest: Any, problem: Problem) -> list[str]:
     return _too_few_iterations(root, outer, problem.axis_sizes)
 
 
-#: The fewest rows a tile of C takes per read of all of B (kata 04's reference has 4).
+#: The fewest rows of C per read of all of B (kata 04's reference: a tile of 4 rows).
 ROWS_PER_READ_OF_B = 4
 
 
 def rows_reuse_b(loop_nest: Any, problem: Problem) -> list[str]:
-    """A matmul's loop over rows outside its loop over columns reads all of B once per
-    tile of rows, so the rows a tile holds (inside k) are how often each load of B serves.
-    docs/calibration/04_scheduling.md measures what 2 rows cost on the large problem."""
+    """A matmul's loops over i outside its first loop over j read all of B once per
+    iteration: each vector of B a step of k loads serves one FMA per row under it, and
+    then leaves the caches. docs/calibration/04_scheduling.md measures what 2 rows cost
+    on the large problem."""
     i, j, k = _one(problem.tile_axes), problem.vector_axis, _one(problem.reduction_axes)
-    _, node_loops = _root(loop_nest)
-    order = [loop.axis for loop in node_loops]
-    if j in order and order.index(j) < order.index(i):
-        return []  # a block of B's columns stays in the caches while every row uses it
-    after_k = node_loops[max(n for n, axis in enumerate(order) if axis == k) + 1 :]
-    rows = next((loop.size for loop in after_k if loop.axis == i and loop.size), 1)
+    node, node_loops = _root(loop_nest)
+    sizes, reads = problem.axis_sizes, 1
+    for loop in node_loops:
+        if loop.axis == j:
+            break
+        if loop.axis == i:
+            reads *= trip_count(node, loop, sizes) or 1
+    rows = sizes[i] // reads
     if rows >= ROWS_PER_READ_OF_B:
         return []
-    sizes = problem.axis_sizes
-    reads, kib = sizes[i] // rows, sizes[k] * sizes[j] * np.dtype(problem.dtype).itemsize // 1024
+    kib = sizes[k] * sizes[j] * np.dtype(problem.dtype).itemsize // 1024
     return [
-        f"each tile of {rows} row(s) of C reads all of B ({kib} KiB) once, {reads} times a "
-        f"call: every vector of B that a step of {k!r} loads serves one FMA per row. Tile "
-        f"{ROWS_PER_READ_OF_B} rows or more inside {k!r} (the lesson's section 5 says what "
-        f"fewer cost), or put the loop over {j!r}'s tiles outside {i!r}'s"
+        f"the loops over {i!r} outside the first loop over {j!r} run {reads} times a call, "
+        f"and each time the loops inside read all of B ({kib} KiB) for {rows} row(s) of C: "
+        f"every vector of B that a step of {k!r} loads serves one FMA per row. Keep "
+        f"{ROWS_PER_READ_OF_B} rows or more per read (a tile of {ROWS_PER_READ_OF_B} rows "
+        f"inside {k!r}), or put a loop over {j!r} first (the lesson's section 5)"
     ]
 
 
