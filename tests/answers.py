@@ -239,6 +239,18 @@ RIGHT: dict[int, dict[str, tuple[Answer, ...]]] = {
                 "a 2x32 tile, j's loop outside i's, j parallel",
                 tile(2, 32, "jik", 'sch.parallelize(["j"])'),
             ),
+            right(  # a teacher's: B read once per 32 rows, its 64 KiB panels from L2
+                "schedule_parallel",
+                "blocks of 32 rows outside j, a 2x32 tile inside k, i parallel",
+                body(
+                    'sch.strip_mine("i", {"i0": 32, "i1": 2})',
+                    'sch.strip_mine("j", {"j1": 32})',
+                    'sch.interchange(["i", "j", "i0", "k", "i1", "j1"])',
+                    'sch.parallelize(["i"])',
+                    'sch.unroll({"i1": 2})',
+                    'sch.vectorize(["j1"])',
+                ),
+            ),
             right(
                 "schedule_parallel",
                 "4 rows x 2 vectors, i parallel",

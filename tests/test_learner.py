@@ -188,7 +188,7 @@ def _gives_back(module, what):
         ("a class of its own", NotPlainData, "not a class or function of your own"),
         ("a function", NotPlainData, "builtins.print is not plain data"),
         ("sys.exit", KataFailure, "called sys.exit(3)"),
-        ("os._exit", KernelCrashed, "crashed (exit code 4)"),
+        ("os._exit", KernelCrashed, "ended its process (exit code 4)"),
     ],
 )
 def test_only_plain_data_comes_back_and_an_exit_is_named(what, refused, words):

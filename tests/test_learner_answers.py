@@ -471,6 +471,12 @@ WRONG_04_05 = {
             "schedule_parallel",
             B_READS,
         ),
+        Answer(  # a learner's: the message named the harness's probe and blamed a kernel
+            "schedule_interchange",
+            body("import os", "os._exit(0)"),
+            "schedule_interchange",
+            ("04_scheduling › schedule_interchange() ended its process (exit code 0)",),
+        ),
     ],
     5: [
         Answer(

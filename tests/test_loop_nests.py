@@ -208,8 +208,14 @@ I_BLOCK = (
 )
 
 
+#: A learner's: 4 rows inside k, j whole and innermost (not vectorized): B read 32 times.
+ROWS_INSIDE_K = (("strip_mine", "i", {"i1": 4}), ("interchange", ["i", "k", "i1", "j"]))
+
+
 @pytest.mark.parametrize(
-    "steps", [tile(4, 16), tile(8, 8), tile(2, 32, "jik"), I_BLOCK], ids=["4x16", "8x8", "j", "i0"]
+    "steps",
+    [tile(4, 16), tile(8, 8), tile(2, 32, "jik"), I_BLOCK, ROWS_INSIDE_K],
+    ids=["4x16", "8x8", "j", "i0", "k"],
 )
 def test_4_rows_or_more_per_read_of_b_pass(steps):
     assert loop_nests.rows_reuse_b(nest(LARGE, *steps), LARGE) == []

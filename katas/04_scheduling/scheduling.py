@@ -51,5 +51,6 @@ def schedule_split(sch: Any) -> None:
 def schedule_parallel(sch: Any) -> None:
     """A 128x256x512 matmul: share the outermost loop among the cores, around a fast tile.
 
-    Each pass of the loops over i outside j's reads all of B: 4 rows or more per pass."""
+    Each pass of the loops over i outside those over j and k reads all of B: keep 4 rows
+    or more per pass."""
     raise NotImplementedError

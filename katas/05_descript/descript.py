@@ -37,5 +37,6 @@ def split_spec() -> dict:
 def parallel_spec() -> dict:
     """A 128x256x512 matmul: the register tile, with the outermost loop shared by the cores.
 
-    Each pass of the loops over i outside j's reads all of B: 4 rows or more per pass."""
+    Each pass of the loops over i outside those over j and k reads all of B: keep 4 rows
+    or more per pass."""
     raise NotImplementedError

@@ -27,7 +27,8 @@ THREADS = sorted({1, 2, os.cpu_count() or 1})
 ADVICE = (
     "a register micro-kernel sized for this CPU's vector registers and FMA units, A and B "
     "packed (TVM), blocks of k whose panel of B stays in L2: the lesson's section "
-    "'The idea: Goto's layers'; with threads on MLIR, also time it without the parallel loop"
+    "'The idea: Goto's layers'; on MLIR, a parallel loop may cost more than it gains: "
+    "time yours with and without it"
 )
 
 

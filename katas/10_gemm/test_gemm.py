@@ -13,17 +13,6 @@ reference, so a test "... beats X where it pays" asks 1.15x X wherever the refer
 
 import pytest
 
-from xtc_katas.checks import loop_nests
-
-
-def assert_speed(task):
-    """The step's speed test; a slow kernel is told what its loop nest lacks for its step,
-    on top of the steps before (the manifest's shape checks for the step), if anything."""
-    task.assert_speed(
-        loop_nests.speed_advice(task.shape_mistakes(), task.kata.number, task.function)
-    )
-
-
 # --- gemm_blocking: 32x32 blocks of C --------------------------------------------------------
 
 
@@ -40,7 +29,7 @@ def test_gemm_blocking_walks_c_block_by_block(task):
 @pytest.mark.perf
 @pytest.mark.task("gemm_blocking")
 def test_gemm_blocking_keeps_up_with_its_reference(task):
-    assert_speed(task)
+    task.assert_speed()
 
 
 # --- gemm_vectorize ---------------------------------------------------------------------
@@ -59,7 +48,7 @@ def test_gemm_vectorize_vectorizes_the_blocks_row(task):
 @pytest.mark.perf
 @pytest.mark.task("gemm_vectorize")
 def test_gemm_vectorize_keeps_up_and_beats_blocking_where_it_pays(task):
-    assert_speed(task)
+    task.assert_speed()
 
 
 # --- gemm_permute -----------------------------------------------------------------------
@@ -78,7 +67,7 @@ def test_gemm_permute_puts_k1_between_a_row_and_the_vector(task):
 @pytest.mark.perf
 @pytest.mark.task("gemm_permute")
 def test_gemm_permute_keeps_up_and_beats_vectorize_where_it_pays(task):
-    assert_speed(task)
+    task.assert_speed()
 
 
 # --- gemm_pack ----------------------------------------------------------------------------
@@ -97,7 +86,7 @@ def test_gemm_pack_packs_b(task):
 @pytest.mark.perf
 @pytest.mark.task("gemm_pack")
 def test_gemm_pack_keeps_up_with_its_reference(task):
-    assert_speed(task)
+    task.assert_speed()
 
 
 # --- gemm_write_cache ---------------------------------------------------------------------
@@ -116,7 +105,7 @@ def test_gemm_write_cache_buffers_c_and_unrolls_k1(task):
 @pytest.mark.perf
 @pytest.mark.task("gemm_write_cache")
 def test_gemm_write_cache_keeps_up_with_its_reference(task):
-    assert_speed(task)
+    task.assert_speed()
 
 
 # --- gemm_parallel ------------------------------------------------------------------------
@@ -135,4 +124,4 @@ def test_gemm_parallel_shares_the_outer_loop(task):
 @pytest.mark.perf
 @pytest.mark.task("gemm_parallel")
 def test_gemm_parallel_keeps_up_and_beats_write_cache_where_it_pays(task):
-    assert_speed(task)
+    task.assert_speed()

@@ -345,15 +345,15 @@ ROWS_PER_READ_OF_B = 4
 
 
 def rows_reuse_b(loop_nest: Any, problem: Problem) -> list[str]:
-    """A matmul's loops over i outside its first loop over j read all of B once per
+    """A matmul's loops over i outside its first loops over j and k read all of B once per
     iteration: each vector of B a step of k loads serves one FMA per row under it, and
-    then leaves the caches. docs/calibration/04_scheduling.md measures what 2 rows cost
-    on the large problem."""
+    then leaves the caches (rows inside k reuse B's row from L1). docs/calibration/
+    04_scheduling.md measures what 2 rows cost on the large problem."""
     i, j, k = _one(problem.tile_axes), problem.vector_axis, _one(problem.reduction_axes)
     node, node_loops = _root(loop_nest)
     sizes, reads = problem.axis_sizes, 1
     for loop in node_loops:
-        if loop.axis == j:
+        if loop.axis in (j, k):
             break
         if loop.axis == i:
             reads *= trip_count(node, loop, sizes) or 1
@@ -362,7 +362,8 @@ def rows_reuse_b(loop_nest: Any, problem: Problem) -> list[str]:
         return []
     kib = sizes[k] * sizes[j] * np.dtype(problem.dtype).itemsize // 1024
     return [
-        f"the loops over {i!r} outside the first loop over {j!r} run {reads} times a call, "
+        f"the loops over {i!r} outside the first loops over {j!r} and {k!r} run {reads} "
+        "times a call, "
         f"and each time the loops inside read all of B ({kib} KiB) for {rows} row(s) of C: "
         f"every vector of B that a step of {k!r} loads serves one FMA per row. Keep "
         f"{ROWS_PER_READ_OF_B} rows or more per read (a tile of {ROWS_PER_READ_OF_B} rows "

@@ -131,7 +131,8 @@ class TaskUnderTest:
             )
         label = f"{self.kata.id} › {self.function}"
         asked = kinds.Asked(self.function, label, self.backend, self.problem, self.threads, option)
-        return self.memo(("made", option), lambda: self.learner.run(kind.probe, asked))
+        where = f"{self.kata.id} › {self.function}()"
+        return self.memo(("made", option), lambda: self.learner.run(kind.probe, asked, what=where))
 
     def schedules(self, option: Any = None, twin: bool = False) -> tuple[Built, Built | None]:
         """(its checked schedule, with `twin` the same without its fusion, else None), both
@@ -262,8 +263,11 @@ class TaskUnderTest:
         """Race the learner's kernel (or `kernel`, a compiled module of this task's problem:
         a search's best) against its baseline, the reference and the previous step's
         reference, on this machine; assert this run's bar (speed_judge.py). `advice`:
-        the failure's "next:" line when the test knows the cause (default: the task's last
-        hint); `recorded`: more figures for the summary."""
+        the failure's "next:" line when the test knows the cause (default: what the task's
+        shape checks find missing in the learner's nest, else the task's last hint);
+        `recorded`: more figures for the summary."""
         from xtc_katas.checks import speed_judge
 
+        if not advice and kernel is None and self.task.shape:
+            advice = loop_nests.speed_advice(self.shape_mistakes(), self.kata.number, self.function)
         return speed_judge.judge_speed(self, self.race_kernels(kernel), advice, **recorded)
