@@ -299,6 +299,7 @@ def test_a_fused_kernel_slower_than_itself_unfused_fails_on_the_figures(monkeypa
         return ("fused", "twin") if task.learner == "learner" else (False, True)
 
     monkeypatch.setattr(TaskUnderTest, "compiled_pair", compiled_pair)
+    monkeypatch.setattr(TaskUnderTest, "speed_advice", lambda task: "the next step")
     monkeypatch.setattr(speed_judge, "time_side_by_side", timed)
     monkeypatch.setattr("xtc_katas.checks.task_under_test.reference_learner", lambda k: "ref")
     task = TaskUnderTest(

@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import os
 import statistics
+import types
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xtc_katas.checks import speed_judge
+from xtc_katas.checks.learner import Learner
 from xtc_katas.checks.speed_rule import SpeedBelowBar, Speedups, step_pays
 from xtc_katas.checks.task_under_test import TaskUnderTest, reference_learner
 from xtc_katas.kata.manifest import find
@@ -43,6 +45,7 @@ def check(monkeypatch, learner_readings):
     races = iter(Speedups(learner=x, reference=50.0) for x in learner_readings)
     timed = []
     monkeypatch.setattr(TaskUnderTest, "race_kernels", lambda *a: {})
+    monkeypatch.setattr(TaskUnderTest, "speed_advice", lambda task: "the next step")
     monkeypatch.setattr(speed_judge, "speedups", lambda t: next(races))
     monkeypatch.setattr(
         speed_judge,
@@ -72,6 +75,30 @@ def test_three_near_misses_fail_and_the_message_lists_them(monkeypatch):
     with pytest.raises(SpeedBelowBar, match="yours in 3 races: 30x, 31x, 29x"):
         task.assert_speed()
     assert len(timed) == speed_judge.RACES
+
+
+def two_row_tile(sch):
+    sch.strip_mine("i", {"i1": 2})
+    sch.strip_mine("j", {"j1": 16})
+    sch.interchange(["i", "j", "k", "i1", "j1"])
+    sch.parallelize(["i"])
+    sch.unroll({"i1": 2})
+    sch.vectorize(["j1"])
+
+
+def test_a_slow_kernels_next_line_reads_its_own_loop_nest():
+    # Learner review: a 2-row tile, its outer loop parallel, was told "Parallelize the
+    # outermost loop" (the task's last hint). Kata 08 has no shape check: the hint.
+    kata, tvm = find(4), KataBackend("tvm")
+    for schedule, words in [(two_row_tile, "your loop nest: the loops over 'i'"), (None, "--diff")]:
+        learner = Learner.wrapping(kata, types.SimpleNamespace(schedule_parallel=schedule))
+        if schedule is None:
+            learner = reference_learner(kata)
+        task = TaskUnderTest(kata, kata.task("schedule_parallel"), learner, tvm, None)
+        assert words in task.speed_advice()
+    large = find(8)
+    task = TaskUnderTest(large, large.task("schedule_large"), None, tvm, None)
+    assert task.speed_advice().endswith("(more hints: xtc-katas hint 8 schedule_large)")
 
 
 def test_a_slow_kernel_is_not_advised_about_the_other_backend():
@@ -519,6 +546,7 @@ def test_a_kernel_faster_than_the_peak_has_the_peak_probed_again(monkeypatch):
     # at 24: the peak is probed again before any figure is shown, and every figure of the
     # message divides by the same, higher peak.
     monkeypatch.setattr(TaskUnderTest, "race_kernels", lambda *a: {})
+    monkeypatch.setattr(TaskUnderTest, "speed_advice", lambda task: "the next step")
     monkeypatch.setattr(speed_judge, "speedups", lambda t: Speedups(learner=40.0, reference=50.0))
     seconds = {"learner": TUTORIAL.fmas / 20e9, "reference": TUTORIAL.fmas / 24e9}
     timings = timing.Timings(rounds={name: [s] for name, s in seconds.items()})
@@ -622,6 +650,7 @@ def test_a_step_that_did_not_pay_is_said_of_this_run_unless_several_races_agree(
     def judged_with(readings):
         races = iter(Speedups(learner=x, reference=30.0, previous=40.0) for x in readings)
         monkeypatch.setattr(TaskUnderTest, "race_kernels", lambda *a: {})
+        monkeypatch.setattr(TaskUnderTest, "speed_advice", lambda task: "the next step")
         monkeypatch.setattr(speed_judge, "speedups", lambda t: next(races))
         monkeypatch.setattr(speed_judge, "time_side_by_side", lambda *a, **k: Typical())
         recorded = {}

@@ -104,11 +104,10 @@ def settled(cap: float | None) -> Settled:
     return decided
 
 
-def judge_speed(
-    task: TaskUnderTest, found: dict[str, Any], advice: str = "", **recorded: Any
-) -> Bar:
+def judge_speed(task: TaskUnderTest, found: dict[str, Any], advice: str, **recorded: Any) -> Bar:
     """Race the task's kernels `found` (a near miss up to RACES times), record its
-    figures, assert the bar. The task is read, never called back: its kernels are built."""
+    figures, assert the bar; `advice` is a failure's "next:" line. The task is read,
+    never called back: its kernels are built."""
     cap = task.kata.cap(task.function, task.backend.name)
     why = task.task.no_gain_reason(task.backend.name)
     done = None if os.environ.get(FULL_RACES_ENV) else settled(cap)
@@ -154,7 +153,6 @@ def judge_speed(
     }.get(task.task.baseline, "")
     if over_numpy:
         measured = f"numpy's speed ({figures['openblas']})"
-    hint = task.task.speed_hint(task.backend.name)
     on = f"{cores} core{'s' if cores > 1 else ''}"
     races = ", ".join(f"{r.learner:.3g}x" for r in readings)
     return judge(
@@ -162,7 +160,7 @@ def judge_speed(
         applied,
         f"{task.kata.id} › {task.function}()",
         f"{measured} on {task.backend} ({task.problem.label}, {on})",
-        advice or f"{hint} (more hints: xtc-katas hint {task.kata.number} {task.function})",
+        advice,
         f"% of peak: yours {format_percent(percent('learner'))}, the reference "
         f"{format_percent(percent('reference'))} ({on})"
         + (f"; your tier against numpy: {figures['tier']}" if over_numpy else "")

@@ -263,11 +263,18 @@ class TaskUnderTest:
         """Race the learner's kernel (or `kernel`, a compiled module of this task's problem:
         a search's best) against its baseline, the reference and the previous step's
         reference, on this machine; assert this run's bar (speed_judge.py). `advice`:
-        the failure's "next:" line when the test knows the cause (default: what the task's
-        shape checks find missing in the learner's nest, else the task's last hint);
+        the failure's "next:" line when the test knows the cause (default: `speed_advice`);
         `recorded`: more figures for the summary."""
         from xtc_katas.checks import speed_judge
 
-        if not advice and kernel is None and self.task.shape:
-            advice = loop_nests.speed_advice(self.shape_mistakes(), self.kata.number, self.function)
-        return speed_judge.judge_speed(self, self.race_kernels(kernel), advice, **recorded)
+        found, advice = self.race_kernels(kernel), advice or self.speed_advice()
+        return speed_judge.judge_speed(self, found, advice, **recorded)
+
+    def speed_advice(self) -> str:
+        """A slow kernel's "next:" line: what the task's shape checks find missing in the
+        learner's loop nest, if the task has any (its last hint may be about what the
+        learner already did), else that hint."""
+        if self.task.shape:
+            return loop_nests.speed_advice(self.shape_mistakes(), self.kata.number, self.function)
+        hint = self.task.speed_hint(self.backend.name)
+        return f"{hint} (more hints: xtc-katas hint {self.kata.number} {self.function})"
