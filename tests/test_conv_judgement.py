@@ -107,6 +107,12 @@ PAD2D = 'O.pad2d(i, padding=pad, name="P") if pad else i'
 SAMPLES = "conv_strategy_samples"
 STRATEGY_MISTAKE = "11_conv › conv_strategy(graph): not the strategy the task asks"
 
+#: Learner review: weights laid out (f, r, s, c), as PyTorch does; ResNet18_02's test showed
+#: only XTC's "unexpected with shapes" (the 3x3 layer's test named the layout).
+WEIGHTS_FRSC = graph(PAD2D).replace(
+    'O.tensor((d["r"], d["s"], d["c"], d["f"])', 'O.tensor((d["f"], d["r"], d["s"], d["c"])'
+)
+
 #: Wrong answers, in rounds of one answer per function, and the ISA each round runs as.
 WRONG = [
     (
@@ -214,7 +220,13 @@ WRONG = [
                 LYING_SUBCLASS,
                 "conv_strategy",
                 ("a subclass of XTC's Strategy_PPRPRPvr that may change what it samples",),
-            )
+            ),
+            Answer(
+                "conv_layer_graph",
+                WEIGHTS_FRSC,
+                "conv_layer_graph_builds",
+                ("the weights as (r, s, c, f): for this layer, weights of shape (3, 3, 64, 64)",),
+            ),
         ],
     ),
     (
@@ -232,25 +244,6 @@ WRONG = [
         ],
     ),
 ]
-
-#: Learner review: weights laid out (f, r, s, c), as PyTorch does; ResNet18_02's test showed
-#: only XTC's "unexpected with shapes" (the 3x3 layer's test named the layout).
-WEIGHTS_FRSC = graph(PAD2D).replace(
-    'O.tensor((d["r"], d["s"], d["c"], d["f"])', 'O.tensor((d["f"], d["r"], d["s"], d["c"])'
-)
-WRONG.append(
-    (
-        None,
-        [
-            Answer(
-                "conv_layer_graph",
-                WEIGHTS_FRSC,
-                "conv_layer_graph_builds",
-                ("the weights as (r, s, c, f): for this layer, weights of shape (3, 3, 64, 64)",),
-            )
-        ],
-    )
-)
 
 #: Right answers that differ from the reference, in rounds: every test of their
 #: functions passes, on both backends.
