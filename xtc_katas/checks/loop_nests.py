@@ -7,6 +7,8 @@ there). They say *why* a schedule is slow, or catch one fast for the wrong reaso
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,19 +25,6 @@ if TYPE_CHECKING:
 
 class ShapeMistake(KataFailure):
     """The schedule compiles, but its loop nest lacks what the task is about."""
-
-
-def speed_advice(mistakes: list[str], kata_number: int, function: str) -> str:
-    """The "next:" line of a slow kernel, from its loop nest: the first thing the task's
-    shape check found missing, or, when the shape is there, where to compare it with the
-    reference (a task's last hint may be about what the learner already did)."""
-    if mistakes:
-        return f"your loop nest: {mistakes[0]}"
-    return (
-        "your loop nest has this step's shape, and still runs slower than the reference: "
-        f"compare the two, xtc-katas show {kata_number} {function} --nest --diff (then "
-        "--asm, for the code each one became)"
-    )
 
 
 def require(mistakes: list[str], kata: str, function: str) -> None:
@@ -340,34 +329,23 @@ def parallel_outer(loop_nest: Any, problem: Problem) -> list[str]:
     return _too_few_iterations(root, outer, problem.axis_sizes)
 
 
-#: The fewest rows of C per read of all of B (kata 04's reference: a tile of 4 rows).
-ROWS_PER_READ_OF_B = 4
-
-
-def rows_reuse_b(loop_nest: Any, problem: Problem) -> list[str]:
-    """A matmul's loops over i outside its first loops over j and k read all of B once per
-    iteration: each vector of B a step of k loads serves one FMA per row under it, and
-    then leaves the caches (rows inside k reuse B's row from L1). docs/calibration/
-    04_scheduling.md measures what 2 rows cost on the large problem."""
+def rows_reuse_b(loop_nest: Any, problem: Problem, least: int = 4) -> list[str]:
+    """Each pass of a matmul's loops over i outside its loops over j and k reads all of B:
+    `least` rows of C a pass, as the reference's tile (docs/calibration/04_scheduling.md)."""
     i, j, k = _one(problem.tile_axes), problem.vector_axis, _one(problem.reduction_axes)
     node, node_loops = _root(loop_nest)
-    sizes, reads = problem.axis_sizes, 1
-    for loop in node_loops:
-        if loop.axis in (j, k):
-            break
-        if loop.axis == i:
-            reads *= trip_count(node, loop, sizes) or 1
-    rows = sizes[i] // reads
-    if rows >= ROWS_PER_READ_OF_B:
+    sizes, inner = problem.axis_sizes, (j, k)
+    outside = itertools.takewhile(lambda loop: loop.axis not in inner, node_loops)
+    passes = math.prod(trip_count(node, loop, sizes) or 1 for loop in outside if loop.axis == i)
+    kib, rows = sizes[k] * sizes[j] * np.dtype(problem.dtype).itemsize // 1024, sizes[i] // passes
+    if rows >= least:
         return []
-    kib = sizes[k] * sizes[j] * np.dtype(problem.dtype).itemsize // 1024
     return [
-        f"the loops over {i!r} outside the first loops over {j!r} and {k!r} run {reads} "
-        "times a call, "
-        f"and each time the loops inside read all of B ({kib} KiB) for {rows} row(s) of C: "
-        f"every vector of B that a step of {k!r} loads serves one FMA per row. Keep "
-        f"{ROWS_PER_READ_OF_B} rows or more per read (a tile of {ROWS_PER_READ_OF_B} rows "
-        f"inside {k!r}), or put a loop over {j!r} first (the lesson's section 5)"
+        f"the loops over {i!r} outside the first loops over {j!r} and {k!r} run {passes} "
+        f"times a call, and each time the loops inside read all of B ({kib} KiB) for {rows} "
+        f"row(s) of C: every vector of B a step of {k!r} loads serves one FMA per row. Keep "
+        f"{least} rows or more per read (a tile of {least} rows inside {k!r}), or put a loop "
+        f"over {j!r} first (the lesson's section 5)"
     ]
 
 

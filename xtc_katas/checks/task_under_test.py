@@ -271,10 +271,14 @@ class TaskUnderTest:
         return speed_judge.judge_speed(self, found, advice, **recorded)
 
     def speed_advice(self) -> str:
-        """A slow kernel's "next:" line: what the task's shape checks find missing in the
-        learner's loop nest, if the task has any (its last hint may be about what the
-        learner already did), else that hint."""
-        if self.task.shape:
-            return loop_nests.speed_advice(self.shape_mistakes(), self.kata.number, self.function)
-        hint = self.task.speed_hint(self.backend.name)
-        return f"{hint} (more hints: xtc-katas hint {self.kata.number} {self.function})"
+        """A slow kernel's "next:" line, where its test names none: the first thing the
+        task's shape checks find missing in its loop nest, or, with the shape there, how
+        to diff it against the reference (a hint may be about what the learner did)."""
+        mistakes = self.shape_mistakes()
+        if mistakes:
+            return f"your loop nest: {mistakes[0]}"
+        return (
+            "your loop nest has this step's shape, and still runs slower than the reference: "
+            f"compare the two, xtc-katas show {self.kata.number} {self.function} --nest --diff "
+            "(then --asm, for the code each one became)"
+        )

@@ -60,14 +60,6 @@ class Task(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def no_gain_reason(self, backend: str) -> str:
         return self.no_gain.get(backend, "")
 
-    def speed_hint(self, backend: str) -> str:
-        """The default "next:" line of a slow kernel: the task's last hint that is not
-        about the other backend (a hint starting "On MLIR" says nothing to a TVM
-        learner)."""
-        others = [name.upper() for name in ("mlir", "tvm") if name != backend]
-        mine = [h for h in self.hints if not any(h.startswith(f"On {o}") for o in others)]
-        return mine[-1] if mine else "see the lesson"
-
 
 class Kata(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     id: Annotated[str, msgspec.Meta(pattern=r"^\d+_\w+$")]  # "03_compile": its folders

@@ -219,16 +219,14 @@ class Worker:
         except (EOFError, ConnectionError):  # the child died before answering
             self.process.join()
             code = self.process.exitcode or 0
-            if code >= 0:  # an exit, not a signal: os._exit() or the like, in its code
-                raise KernelCrashed(
-                    f"{self.what} ended its process (exit code {code}) before answering: "
-                    "os._exit() and the like end the harness's child, not just the function. "
-                    "Return (or raise) instead."
-                ) from None
-            raise KernelCrashed(
-                f"{self.what} crashed ({signal.Signals(-code).name}). A kernel crashes when it "
-                "reads or writes outside its arrays: check the schedule's tile sizes and "
-                "splits against the problem's shape."
+            raise KernelCrashed(  # an exit code: os._exit() or the like, in the child's code
+                f"{self.what} ended its process (exit code {code}) before answering: "
+                "os._exit() and the like end the harness's child, not just the function. "
+                "Return (or raise) instead."
+                if code >= 0
+                else f"{self.what} crashed ({signal.Signals(-code).name}). A kernel crashes "
+                "when it reads or writes outside its arrays: check the schedule's tile sizes "
+                "and splits against the problem's shape."
             ) from None
         try:
             status, value = plain_loads(data)
