@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from xtc_katas import ROOT
-from xtc_katas.kata.manifest import katas, line_of
+from xtc_katas.kata.manifest import katas
 
 KATAS = katas()
 IDS = [k.id for k in KATAS]
@@ -265,7 +265,7 @@ def lesson_cap_mistakes(kata, text, where="README.md"):
         if values != expected:
             mistakes.append(
                 f"{where}:{number}: {task.function}'s cap is quoted as {cells[column]!r}; the "
-                f"manifest ({line_of(kata, task.function, 'cap')}) has "
+                f"manifest ({kata.id} › {task.function}'s cap) has "
                 + ", ".join(f"{b} = {c}" for b, c in zip(backends, expected, strict=True))
             )
     return mistakes

@@ -69,15 +69,6 @@ class TaskUnderTest:
         """The cores its % of peak is of: its threads, every core for a parallel task."""
         return self.threads or ((os.cpu_count() or 1) if self.task.parallel else 1)
 
-    @classmethod
-    def of_module(
-        cls, kata: Kata, function: str, module: Any, backend: KataBackend, **given: Any
-    ) -> TaskUnderTest:
-        """The task of `function` on a module already imported, run in this process (a
-        harness test's planted answer); `given`: its problem, its threads."""
-        learner, task = Learner.wrapping(kata, module), kata.task(function)
-        return cls(kata, task, learner, backend, None, **given)  # type: ignore[arg-type]
-
     def on_threads(self, threads: int) -> TaskUnderTest:
         """The same task, its kernel scheduled for and raced on `threads` threads."""
         return dataclasses.replace(self, threads=threads)

@@ -161,15 +161,6 @@ def katas() -> tuple[Kata, ...]:
     return parse(MANIFEST.read_text())
 
 
-def line_of(kata: Kata, function: str = "", key: str = "") -> str:
-    """Where a lint error points: "katas/manifest.toml:LINE" of a kata's id, of one of
-    its tasks' function, or of a key of either."""
-    index = [k.id for k in katas()].index(kata.id)
-    task = next((n for n, t in enumerate(kata.tasks) if t.function == function), -1)
-    line = _line(MANIFEST.read_text(), index, task, key or ("function" if task >= 0 else "id"))
-    return f"{MANIFEST.relative_to(ROOT)}:{line}"
-
-
 def find(key: str | int) -> Kata:
     """A kata by number (3, "3", "03"), name ("compile") or id ("03_compile")."""
     text = str(key).strip().rstrip("/").split("/")[-1]
