@@ -7,10 +7,19 @@ import pytest
 
 from xtc_katas import ROOT
 from xtc_katas.kata import loader, stubs
-from xtc_katas.kata.manifest import ManifestError, katas, line_of, parse
+from xtc_katas.kata.manifest import MANIFEST, ManifestError, _line, katas, parse
 
 KATAS = katas()
 IDS = [k.id for k in KATAS]
+
+
+def line_of(kata, function: str = "", key: str = "") -> str:
+    """Where a lint error points: "katas/manifest.toml:LINE" of a kata's id, of one of
+    its tasks' function, or of a key of either."""
+    index = IDS.index(kata.id)
+    task = next((n for n, t in enumerate(kata.tasks) if t.function == function), -1)
+    line = _line(MANIFEST.read_text(), index, task, key or ("function" if task >= 0 else "id"))
+    return f"{MANIFEST.relative_to(ROOT)}:{line}"
 
 
 def test_katas_are_numbered_in_order_from_01():
