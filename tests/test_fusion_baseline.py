@@ -19,7 +19,6 @@ import pytest
 
 from xtc_katas.checks import speed_judge
 from xtc_katas.checks.kinds import plain
-from xtc_katas.checks.learner import Learner
 from xtc_katas.checks.schedule import (
     FUSING,
     ScheduleMistake,
@@ -75,8 +74,7 @@ def same_nest(a: Any, b: Any) -> bool:
 
 def pair(module: Any, function: str, backend: KataBackend) -> tuple[Any, Any]:
     """(fused, unfused) schedules the harness builds from ONE call of `function`."""
-    task = TaskUnderTest(KATA, KATA.task(function), Learner.wrapping(KATA, module), backend, None)
-    return task.schedules(twin=True)
+    return TaskUnderTest.of_module(KATA, function, module, backend).schedules(twin=True)
 
 
 def learner(tmp_path: Path, source: str) -> Any:

@@ -195,17 +195,14 @@ def _threads_used(module, threads, backend_name):
 def test_kernels_raced_with_numpy_run_on_exactly_the_threads_asked(workdir, backend_name, threads):
     # Kata 08 races XTC and numpy on the same threads: the child that runs a kernel must
     # give TVM's pool (started there) and OpenMP (MLIR) exactly that many.
-    from xtc_katas.checks.learner import Learner
     from xtc_katas.checks.task_under_test import TaskUnderTest
 
     kata = find(4)
     solution = loader.load(kata, solution=True)
     backend = KataBackend(backend_name)
-    learner = Learner.wrapping(kata, solution)
-    task = TaskUnderTest(
-        kata, kata.task("schedule_parallel"), learner, backend, None, problem=LARGE
-    )
-    impl, scheduler = task.scheduled()
+    impl, scheduler = TaskUnderTest.of_module(
+        kata, "schedule_parallel", solution, backend, problem=LARGE
+    ).scheduled()
     module = workdir.compile(impl, scheduler.schedule(), stem="parallel")
     used = isolation.run_isolated(_threads_used, module, threads, backend_name)
     expected = {threads} if backend_name == "mlir" else threads

@@ -251,7 +251,6 @@ def test_the_previous_tasks_reference_fails_this_tasks_shape_check(kata, task):
     # Where speed cannot tell a task's technique from the previous one on some machine
     # (speed_rule.py), the shape check must: the previous reference, handed in for this
     # task, is rejected on every machine.
-    from xtc_katas.checks.learner import Learner
     from xtc_katas.checks.task_under_test import TaskUnderTest
     from xtc_katas.kata import loader
     from xtc_katas.kata.problems import PROBLEMS
@@ -259,10 +258,7 @@ def test_the_previous_tasks_reference_fails_this_tasks_shape_check(kata, task):
     owner, previous = kata.solution_of(task.previous)
     solution = loader.load(owner, solution=True)
     problem = PROBLEMS[task.problem]
-    learner = Learner.wrapping(owner, solution)
-    built = TaskUnderTest(
-        owner, owner.task(previous), learner, KataBackend("mlir"), None, problem=problem
-    )
+    built = TaskUnderTest.of_module(owner, previous, solution, KataBackend("mlir"), problem=problem)
     _, scheduler = built.scheduled()
     mistakes = loop_nests.shape_mistakes(task.shape, scheduler.get_loop_nest(), problem, "mlir")
     assert mistakes, f"{previous} passes {task.function}'s shape {list(task.shape)}"

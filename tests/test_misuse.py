@@ -8,7 +8,6 @@ would read.
 
 import pytest
 
-from xtc_katas.checks import learner as learners
 from xtc_katas.checks import search as search_checks
 from xtc_katas.checks.schedule import schedule_spec
 from xtc_katas.checks.task_under_test import TaskUnderTest
@@ -19,12 +18,6 @@ from xtc_katas.measure.backends import KataBackend
 from xtc_katas.tools.repo_copy import copy_repository, edit_stub, run_pytest
 
 KATA_04 = find(4)
-
-
-def task_of(kata, function, module, backend, **given):
-    """The task of `function` on a module already imported, run in this process."""
-    learner = learners.Learner.wrapping(kata, module)
-    return TaskUnderTest(kata, kata.task(function), learner, backend, None, **given)
 
 
 class Learner:
@@ -90,7 +83,9 @@ def test_schedule_mistakes_name_the_loop_and_the_fix(mistake, backend):
     body, expected = SCHEDULE_MISTAKES[mistake]
     problem = SPLIT if "split" in mistake else TUTORIAL
     with pytest.raises(KataFailure) as info:
-        task_of(KATA_04, "schedule_vectorize", Learner(body), backend, problem=problem).scheduled()
+        TaskUnderTest.of_module(
+            KATA_04, "schedule_vectorize", Learner(body), backend, problem=problem
+        ).scheduled()
     message = str(info.value)
     assert message.startswith("04_scheduling › schedule_vectorize"), message
     for fragment in expected:
@@ -108,7 +103,7 @@ class LargeLearner:
 
 def test_a_schedule_large_that_returns_the_scheduler_is_named(backend):
     with pytest.raises(KataFailure) as info:
-        task_of(
+        TaskUnderTest.of_module(
             find(8), "schedule_large", LargeLearner, backend, problem=TUTORIAL, threads=1
         ).scheduled()
     message = str(info.value)

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xtc_katas.checks import speed_judge
-from xtc_katas.checks.learner import Learner
 from xtc_katas.checks.speed_rule import SpeedBelowBar, Speedups, step_pays
 from xtc_katas.checks.task_under_test import TaskUnderTest, reference_learner
 from xtc_katas.kata.manifest import find
@@ -90,12 +89,11 @@ def test_a_slow_kernels_next_line_reads_its_own_loop_nest():
     # Learner review: a 2-row tile, its outer loop parallel, was told "Parallelize the
     # outermost loop" (the task's last hint).
     kata, tvm = find(4), KataBackend("tvm")
-    for schedule, words in [(two_row_tile, "your loop nest: the loops over 'i'"), (None, "--diff")]:
-        learner = Learner.wrapping(kata, types.SimpleNamespace(schedule_parallel=schedule))
-        if schedule is None:
-            learner = reference_learner(kata)
-        task = TaskUnderTest(kata, kata.task("schedule_parallel"), learner, tvm, None)
-        assert words in task.speed_advice()
+    mine = types.SimpleNamespace(schedule_parallel=two_row_tile)
+    slow = TaskUnderTest.of_module(kata, "schedule_parallel", mine, tvm)
+    assert slow.speed_advice().startswith("your loop nest: the loops over 'i' outside")
+    right = TaskUnderTest(kata, kata.task("schedule_parallel"), reference_learner(kata), tvm, None)
+    assert "--nest --diff" in right.speed_advice()
 
 
 # --- a race stops early only where its verdict is settled ----------------------------------

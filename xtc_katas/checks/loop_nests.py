@@ -337,9 +337,10 @@ def rows_reuse_b(loop_nest: Any, problem: Problem, least: int = 4) -> list[str]:
     sizes, inner = problem.axis_sizes, (j, k)
     outside = itertools.takewhile(lambda loop: loop.axis not in inner, node_loops)
     passes = math.prod(trip_count(node, loop, sizes) or 1 for loop in outside if loop.axis == i)
-    kib, rows = sizes[k] * sizes[j] * np.dtype(problem.dtype).itemsize // 1024, sizes[i] // passes
+    rows = sizes[i] // passes
     if rows >= least:
         return []
+    kib = sizes[k] * sizes[j] * np.dtype(problem.dtype).itemsize // 1024
     return [
         f"the loops over {i!r} outside the first loops over {j!r} and {k!r} run {passes} "
         f"times a call, and each time the loops inside read all of B ({kib} KiB) for {rows} "

@@ -69,6 +69,15 @@ class TaskUnderTest:
         """The cores its % of peak is of: its threads, every core for a parallel task."""
         return self.threads or ((os.cpu_count() or 1) if self.task.parallel else 1)
 
+    @classmethod
+    def of_module(
+        cls, kata: Kata, function: str, module: Any, backend: KataBackend, **given: Any
+    ) -> TaskUnderTest:
+        """The task of `function` on a module already imported, run in this process (a
+        harness test's planted answer); `given`: its problem, its threads."""
+        learner, task = Learner.wrapping(kata, module), kata.task(function)
+        return cls(kata, task, learner, backend, None, **given)  # type: ignore[arg-type]
+
     def on_threads(self, threads: int) -> TaskUnderTest:
         """The same task, its kernel scheduled for and raced on `threads` threads."""
         return dataclasses.replace(self, threads=threads)
@@ -122,8 +131,9 @@ class TaskUnderTest:
             )
         label = f"{self.kata.id} › {self.function}"
         asked = kinds.Asked(self.function, label, self.backend, self.problem, self.threads, option)
-        where = f"{self.kata.id} › {self.function}()"
-        return self.memo(("made", option), lambda: self.learner.run(kind.probe, asked, what=where))
+        return self.memo(
+            ("made", option), lambda: self.learner.run(kind.probe, asked, what=f"{label}()")
+        )
 
     def schedules(self, option: Any = None, twin: bool = False) -> tuple[Built, Built | None]:
         """(its checked schedule, with `twin` the same without its fusion, else None), both
