@@ -37,7 +37,7 @@ def test_every_task_has_its_kind_of_the_registry():
 
 def test_the_commands_flags_pick_the_tasks_they_served_by_name():
     # What show, report, explore and calibration served before the registry, by kind name.
-    shown = {t.function for k in katas() for t in tasks_where(k, "shown")}
+    shown = {t.function for k in katas() for t in tasks_where(k, "probe")}
     assert {"compile_baseline", "schedule_split", "split_spec", "candidate_specs"} <= shown
     assert {"make_strategy", "schedule_large", "conv_strategy"} <= shown
     assert not {"explore", "explore_strategy", "make_optimizer", "matmul_graph"} & shown

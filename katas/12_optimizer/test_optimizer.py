@@ -166,9 +166,9 @@ def test_make_optimizer_is_reproducible_for_a_seed(learner_module):
 def test_make_optimizer_learns_and_beats_random_sampling(learner_module, record_perf):
     result = race.race_against_random(learner_module)
     record_perf(
-        median_best=result.learner_median,
-        random_median_best=result.random_median,
-        placebo_median_best=result.placebo_median,
+        median_best=result.median("learner"),
+        random_median_best=result.median("random"),
+        placebo_median_best=result.median("placebo"),
         wins=f"{result.wins}/{len(result.learner)}",
         placebo_wins=f"{result.placebo_wins}/{len(result.learner)}",
     )

@@ -175,7 +175,8 @@ class Kind:
     """What a task's function gives the harness, and which commands serve it."""
 
     name: str
-    #: In the learner's worker: the function's schedule as plain data (None: it has none).
+    #: In the learner's worker: the function's schedule as plain data (None: it has none,
+    #: and `xtc-katas show` has nothing to show).
     probe: Callable[..., Any] | None = None
     #: `xtc-katas report` and the tests race it over its baseline (naive, or unfused).
     raced: bool = False
@@ -191,11 +192,6 @@ class Kind:
     #: What `xtc-katas show` may ask of its probe (an option of its own: "sample",
     #: "candidate", "threads"), passed as the probe's `option`.
     option: str = ""
-
-    @property
-    def shown(self) -> bool:
-        """`xtc-katas show` can build its schedule."""
-        return self.probe is not None
 
     def in_own_terms(self, mistakes: list[str], loop_nest: Any) -> list[str]:
         """The loop-nest checks' messages in the terms the learner writes: a spec's writer
@@ -255,5 +251,5 @@ def feeder_of(kata: Kata, task: Task) -> Task:
 
 
 def tasks_where(kata: Kata, wanted: str) -> list[Task]:
-    """The kata's tasks whose kind has the flag `wanted` ("shown", "raced", ...)."""
+    """The kata's tasks whose kind has the flag `wanted` ("probe", "raced", ...)."""
     return [task for task in kata.tasks if getattr(kind_of(task), wanted)]

@@ -241,17 +241,9 @@ class OptimizerRace:
     placebo: dict[int, Run]
     random: dict[int, Run]
 
-    @property
-    def learner_median(self) -> float:
-        return statistics.median(run.best for run in self.learner.values())
-
-    @property
-    def placebo_median(self) -> float:
-        return statistics.median(run.best for run in self.placebo.values())
-
-    @property
-    def random_median(self) -> float:
-        return statistics.median(run.best for run in self.random.values())
+    def median(self, side: str) -> float:
+        """The median over the seeds of the best of `side`: "learner", "placebo", "random"."""
+        return statistics.median(run.best for run in getattr(self, side).values())
 
     @property
     def wins(self) -> int:
@@ -326,8 +318,8 @@ class OptimizerRace:
             f"(its placebo) on {self.placebo_wins} seeds; it must win at least "
             f"{WINS} of {seeds} of each, which a search that does not learn reaches "
             f"with probability below {SIGNIFICANCE:g}. Median best: yours "
-            f"{self.learner_median:.3f}, RandomOptimizer's {self.random_median:.3f}, your "
-            f"placebo's {self.placebo_median:.3f}."
+            f"{self.median('learner'):.3f}, RandomOptimizer's {self.median('random'):.3f}, your "
+            f"placebo's {self.median('placebo'):.3f}."
             + "".join(f"\n  next: {each}" for each in advice)
         )
 

@@ -223,12 +223,9 @@ class TaskUnderTest:
         mistakes = loop_nests.shape_mistakes(self.task.shape, nest, self.problem, self.backend.name)
         return self.kind.in_own_terms(mistakes, nest)
 
-    def assert_shape(self, mistakes: list[str] | None = None) -> None:
-        """No mistakes in the loop nest's shape: the manifest's shape checks for this task
-        (shape_mistakes), or the `mistakes` a loop_nests check listed."""
-        if mistakes is None:
-            mistakes = self.shape_mistakes()
-        loop_nests.require(mistakes, self.kata.id, self.function)
+    def assert_shape(self) -> None:
+        """No mistakes in the loop nest's shape: the manifest's shape checks for this task."""
+        loop_nests.require(self.shape_mistakes(), self.kata.id, self.function)
 
     def naive(self) -> Any:
         """The untransformed schedule of the task's problem: a race's usual baseline."""

@@ -57,7 +57,7 @@ def optimizer_convergence(kata: Kata, function: str, side: str, solution: bool) 
     print(
         f"{kata.id} ({side}) on the cost model, {len(result.learner)} seeds, budget "
         f"{optimizer_race.BUDGET} in batches of {optimizer_race.BATCH}: median best "
-        f"{result.learner_median:.3f} against RandomOptimizer's {result.random_median:.3f}, "
+        f"{result.median('learner'):.3f} against RandomOptimizer's {result.median('random'):.3f}, "
         f"better on {result.wins} seeds"
     )
     curves = {

@@ -22,7 +22,6 @@ from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import Kata, Task, find, katas
 from xtc_katas.kata.progress import BestFigure, KataStatus, kata_status
 from xtc_katas.kata.run_lock import RunBusy, run_lock
-from xtc_katas.kata.run_lock import holder as run_lock_holder
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS
 from xtc_katas.measure.timing import ABOVE_PEAK, format_percent
@@ -53,10 +52,9 @@ def collect_statuses(run_tests: bool = True) -> list[KataStatus]:
             print(f"running the tests of {kata.id} ...", file=sys.stderr, flush=True)
             try:
                 pytest_kata(kata)
-            except RunBusy:  # its recorded state stands: not passing, so nothing more runs
-                who = run_lock_holder() or "another run"
+            except RunBusy as busy:  # its recorded state stands: not passing, so no more run
                 print(
-                    f"another run is in progress ({who}): the recorded results, not run now",
+                    f"another run is in progress ({busy.who}): the recorded results, not run now",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -188,10 +186,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
         print(f"running the tests of {kata.id} ...", flush=True)
         try:
             pytest_kata(kata, extra)
-        except RunBusy:  # never quit for it: try again at the next save
-            who = run_lock_holder() or "another run"
+        except RunBusy as busy:  # never quit for it: try again at the next save
             print(
-                f"another run is in progress ({who}): not run now; the tests run when you "
+                f"another run is in progress ({busy.who}): not run now; the tests run when you "
                 f"next save. Watching katas/{kata.id}/ (Ctrl-C to stop)",
                 flush=True,
             )

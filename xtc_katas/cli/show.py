@@ -100,7 +100,7 @@ def mark_fmas(listing: str) -> str:
 def main(args: argparse.Namespace) -> int:
     kata: Kata = args.kata
     machine.emulate_cpu_info()
-    shown = tasks_where(kata, "shown")
+    shown = tasks_where(kata, "probe")
     names = ", ".join(t.function for t in shown)
     if not shown:
         raise LookupError(f"{kata.id} has no schedule to show: its tasks build none")

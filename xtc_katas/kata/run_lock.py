@@ -23,7 +23,15 @@ from xtc_katas import ROOT
 
 
 class RunBusy(RuntimeError):
-    """Another run holds the repository's lock; the message says which, and what to do."""
+    """Another run holds the repository's lock: `who` names it, the message says what to do."""
+
+    def __init__(self, who: str) -> None:
+        super().__init__(
+            f"another run of the katas' tests is in progress ({who}): one run at a time, so "
+            "that two never race each other's timings. Wait for it to end (or stop it), "
+            "then run again."
+        )
+        self.who = who
 
 
 def holder(root: Path = ROOT) -> str:
@@ -66,12 +74,7 @@ class RunLock:
         try:
             self._lock.acquire(timeout=wait)
         except Timeout:
-            who = holder(self.root) or "another run"
-            raise RunBusy(
-                f"another run of the katas' tests is in progress ({who}): one run at a "
-                "time, so that two never race each other's timings. Wait for it to end "
-                "(or stop it), then run again."
-            ) from None
+            raise RunBusy(holder(self.root) or "another run") from None
 
     def release(self) -> None:
         if not self._lock.is_locked:

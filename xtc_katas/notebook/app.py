@@ -105,7 +105,7 @@ def _(current, kata, mo, stub_sync, tasks_where):
             current["run"].cancel()
 
     cancel_button = mo.ui.button(label="Cancel run", kind="danger", on_click=_cancel)
-    _shown = [t.function for t in tasks_where(kata, "shown")]
+    _shown = [t.function for t in tasks_where(kata, "probe")]
     show_function = mo.ui.dropdown(_shown, value=_shown[0] if _shown else None, label="task")
     show_backend = mo.ui.dropdown(["mlir", "tvm"], value="mlir", label="backend")
     show_button = mo.ui.run_button(label="Show loop nest, IR, assembly")
