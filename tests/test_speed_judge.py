@@ -94,6 +94,9 @@ def test_a_slow_kernels_next_line_reads_its_own_loop_nest():
     assert slow.speed_advice().startswith("your loop nest: the loops over 'i' outside")
     right = TaskUnderTest(kata, kata.task("schedule_parallel"), reference_learner(kata), tvm, None)
     assert "--nest --diff" in right.speed_advice()
+    # A task with no shape checks (kata 08's) is told the same diff, not a LookupError.
+    large = TaskUnderTest(find(8), find(8).tasks[0], reference_learner(find(8)), tvm, None)
+    assert large.speed_advice().startswith("yours runs slower than the reference")
 
 
 # --- a race stops early only where its verdict is settled ----------------------------------

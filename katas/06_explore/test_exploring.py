@@ -14,6 +14,7 @@ import pytest
 
 from xtc_katas.checks import loop_nests
 from xtc_katas.checks import search as search_checks
+from xtc_katas.checks.kinds import kind_of
 from xtc_katas.checks.schedule import schedule_spec
 from xtc_katas.kata.problems import TUTORIAL
 from xtc_katas.measure import numerics
@@ -35,9 +36,10 @@ KATA = "06_explore"
 
 def candidate_shape(kata_entry, scheduler, backend):
     """What a candidate's loop nest lacks of the register tile (the manifest's shape of
-    candidate_specs); [] when it is one."""
-    shape = kata_entry.task("candidate_specs").shape
-    return loop_nests.shape_mistakes(shape, scheduler.get_loop_nest(), TUTORIAL, backend.name)
+    candidate_specs), in the spec's terms; [] when it is one."""
+    task, nest = kata_entry.task("candidate_specs"), scheduler.get_loop_nest()
+    mistakes = loop_nests.shape_mistakes(task.shape, nest, TUTORIAL, backend.name)
+    return kind_of(task).in_own_terms(mistakes, nest)
 
 
 @pytest.fixture(scope="module")

@@ -178,7 +178,7 @@ class Kind:
     #: In the learner's worker: the function's schedule as plain data (None: it has none,
     #: and `xtc-katas show` has nothing to show).
     probe: Callable[..., Any] | None = None
-    #: `xtc-katas report` and the tests race it over its baseline (naive, or unfused).
+    #: `xtc-katas report` races it over its baseline (naive, or unfused).
     raced: bool = False
     #: Raced against numpy on 1 and more threads (kata 08): report, calibration.
     numpy_race: bool = False
@@ -198,7 +198,7 @@ class Kind:
         never sees descript's loop names ('i0' for "i#4") nor calls unroll(): each loop
         named is followed by its key, and an unroll is said as the spec's annotation,
         `"i#4": {"unroll": True}`."""
-        if self.probe is not spec_probe:
+        if self.probe not in (spec_probe, candidate_probe):
             return mistakes
         keys = {
             name: f"{axis}#{size}"

@@ -1,4 +1,5 @@
-"""One race, one judge: every speed verdict of the katas.
+"""One race, one judge: every verdict of a kernel's speed (kata 12's optimizer, judged on a
+cost model, has its own: optimizer_race.py).
 
 A race (timing.time_side_by_side, in one child process) times side by side the kernels a
 task built (TaskUnderTest.race_kernels: its baseline, the learner's, the reference and the
@@ -106,8 +107,8 @@ def settled(cap: float | None) -> Settled:
 
 def judge_speed(task: TaskUnderTest, found: dict[str, Any], advice: str, **recorded: Any) -> Bar:
     """Race the task's kernels `found` (a near miss up to RACES times), record its
-    figures, assert the bar; `advice` is a failure's "next:" line. The task is read,
-    never called back: its kernels are built."""
+    figures, assert the bar; `advice` is a failure's "next:" line. Nothing here builds a
+    kernel: the task gives its fields, its peak and its record."""
     cap = task.kata.cap(task.function, task.backend.name)
     why = task.task.no_gain_reason(task.backend.name)
     done = None if os.environ.get(FULL_RACES_ENV) else settled(cap)

@@ -209,9 +209,8 @@ class TaskUnderTest:
             }
         return self.workdir.compile(impl, scheduler.schedule(), stem, cache_key=key)
 
-    def assert_computes(self, inputs: tuple[str, ...] = ("random", "signed", "edge")) -> None:
-        """The compiled kernel computes the problem on harness-made inputs of each kind in
-        `inputs` (numerics.py)."""
+    def assert_computes(self, inputs: tuple[str, ...] = numerics.INPUTS) -> None:
+        """The compiled kernel computes the problem on harness-made inputs (numerics.py)."""
         numerics.assert_computes(self.compiled(), self.problem, self.backend.name, inputs)
 
     def shape_mistakes(self) -> list[str]:
@@ -272,11 +271,12 @@ class TaskUnderTest:
         """A slow kernel's "next:" line, where its test names none: the first thing the
         task's shape checks find missing in its loop nest, or, with the shape there, how
         to diff it against the reference (a hint may be about what the learner did)."""
-        mistakes = self.shape_mistakes()
+        mistakes = self.shape_mistakes() if self.task.shape else []
         if mistakes:
             return f"your loop nest: {mistakes[0]}"
+        yours = "your loop nest has this step's shape, and still" if self.task.shape else "yours"
         return (
-            "your loop nest has this step's shape, and still runs slower than the reference: "
-            f"compare the two, xtc-katas show {self.kata.number} {self.function} --nest --diff "
-            "(then --asm, for the code each one became)"
+            f"{yours} runs slower than the reference: compare the two, xtc-katas show "
+            f"{self.kata.number} {self.function} --nest --diff (then --asm, for the code each "
+            "one became)"
         )

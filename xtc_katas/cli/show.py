@@ -2,7 +2,7 @@
 
 The lessons ask you to read what XTC generated: whether the inner loop holds one vector
 FMA per accumulator, whether the tile of C stays in registers. This builds the schedule
-of any task whose kind is `shown` as its tests build it, compiles it with XTC's print
+of any task whose kind has a probe as its tests build it, compiles it with XTC's print
 flag for the view asked, and prints it; in assembly every vector FMA is marked and
 counted per register width. Nothing runs: only compiles, in a temporary directory.
 """

@@ -121,7 +121,7 @@ def _serve(connection: Any, request: tuple) -> None:
     None. A request is (function, args, kwargs, iterating); every answer is ("ok", value),
     ("item", value) ... ("done", None), or ("error", exception)."""
     faulthandler.disable()  # the parent says a crash in one line
-    # A worker may start children of its own (numerics.run), which die with it.
+    # A worker may start children of its own (run_isolated), which die with it.
     multiprocessing.current_process().daemon = False
     _PARENT[:] = [connection]
     # Killed with its parent: its end of the pipe may stay open in a sibling's copy.

@@ -15,6 +15,9 @@ import numpy as np
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.isolation import run_isolated
 
+#: The input sets a kernel is checked on (make_inputs): plain, of both signs, and edge values.
+INPUTS = ("random", "signed", "edge")
+
 
 def run(module: Any, problem: Problem, inputs: list[np.ndarray]) -> np.ndarray:
     """Run the kernel once on the problem's inputs, in a child process; return its output."""
@@ -33,7 +36,7 @@ def _run_once(module: Any, problem: Problem, inputs: list[np.ndarray]) -> np.nda
 
 
 def mismatch(actual: np.ndarray, problem: Problem, inputs: list[np.ndarray]) -> str | None:
-    """None when `actual` is A@B within rounding, else a report of the worst element."""
+    """None when `actual` is the problem's result within rounding, else its worst element."""
     expected = problem.reference(inputs)
     if actual.shape != expected.shape:
         return f"output shape {actual.shape}, expected {expected.shape}"
@@ -76,7 +79,7 @@ def assert_outputs(found: dict[str, np.ndarray], problem: Problem, backend: str)
 
 
 def assert_computes(
-    module: Any, problem: Problem, backend: str, kinds: tuple[str, ...] = ("random", "edge")
+    module: Any, problem: Problem, backend: str, kinds: tuple[str, ...] = INPUTS
 ) -> None:
     """Assert the module computes the problem on several input sets."""
     assert_outputs(outputs(module, problem, kinds), problem, backend)
