@@ -11,6 +11,7 @@ from the reference solutions and the stubs (grade/planted.py).
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 import subprocess
@@ -24,8 +25,16 @@ import distributed  # noqa: F401 - its config's defaults, before dask.config.set
 import pytest
 
 from xtc_katas import ROOT
-from xtc_katas.grade import class_report, cluster, grading_job, page_view, planted, submissions
-from xtc_katas.grade.grade_command import grade_class, needs_grading, parse_katas
+from xtc_katas.grade import (
+    class_report,
+    cluster,
+    grading_job,
+    page_view,
+    planted,
+    sandbox,
+    submissions,
+)
+from xtc_katas.grade.grade_command import Unconfinable, grade_class, needs_grading, parse_katas
 from xtc_katas.kata.manifest import Kata, find
 from xtc_katas.notebook import browser
 
@@ -69,7 +78,7 @@ def git(repo: Path, *args: str) -> None:
 
 
 def plant_class(root: Path) -> Path:
-    """Eight submissions and the roster naming seven of them (the eighth is given by path);
+    """Nine submissions and the roster naming eight of them (the ninth is given by path);
     returns the roster."""
     subs = root / "subs"
     half_peak = solved(PEAK, {"matmul_fmas", "percent_of_peak"})
@@ -93,9 +102,15 @@ def plant_class(root: Path) -> Path:
     git(repo, "tag", "submitted")
     (repo / "katas" / GRAPH.id / "graph.py").write_text(editing)  # after the deadline
     git(repo, "commit", "-qam", "oops")
+    repo = planted.write(subs / "fay", {PEAK.id: stub(PEAK), GRAPH.id: stub(GRAPH)})
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "cloned")
+    git(repo, "tag", "submitted")
+    (repo / "katas" / GRAPH.id / "graph.py").write_text(solved(GRAPH))  # never committed
     roster = root / "roster.csv"
     rows = [("right", "Ada"), ("wrong", "Bob"), ("half", "Cy"), ("crashing", "Dee")]
-    rows += [("editing", "Eve"), ("carol.zip", "Carol"), ("dave", "Dave")]
+    rows += [("editing", "Eve"), ("carol.zip", "Carol"), ("dave", "Dave"), ("fay", "Fay")]
     lines = ["id,name,path"] + [f"{p.split('.')[0]},{n},subs/{p}" for p, n in rows]
     roster.write_text("\n".join(lines) + "\n")
     return roster
@@ -134,7 +149,7 @@ def test_a_class_gets_a_teachers_verdicts_and_a_rerun_grades_nothing_again(
     code, printed = grade_cli(tmp_path, *args, "--ref", "submitted")
     assert code == 0, printed
     out = tmp_path / "grades"
-    ids = ["right", "wrong", "half", "crashing", "editing", "carol", "dave", "empty"]
+    ids = ["right", "wrong", "half", "crashing", "editing", "carol", "dave", "fay", "empty"]
     docs = {i: grading(out, i) for i in ids}
     assert {d["grading_status"] for d in docs.values()} == {"graded"}
 
@@ -167,6 +182,11 @@ def test_a_class_gets_a_teachers_verdicts_and_a_rerun_grades_nothing_again(
     dave = docs["dave"]  # graded at the tag, not at the later broken commit
     assert kata_of(dave, GRAPH)["verdict"] == "passed"
     assert kata_of(dave, PEAK)["tasks_passed"] == 2
+    assert "katas/02_graph/graph.py differ from it (changes after it" in dave["message"]
+    fay = docs["fay"]  # the work never committed: not graded, and said
+    assert kata_of(fay, GRAPH)["verdict"] == "not attempted"
+    uncommitted = "the folder's katas/02_graph/graph.py differ from it"  # at --ref submitted
+    assert uncommitted in fay["message"] and fay["message"].startswith("01_peak")
 
     results = json.loads((out / "wrong" / "results.json").read_text())
     assert results["version"] == 3 and results["status"] == "fail"
@@ -185,17 +205,19 @@ def test_a_class_gets_a_teachers_verdicts_and_a_rerun_grades_nothing_again(
     assert sorted(rows) == sorted(ids)
     assert rows["right"]["01_peak"] == "3" and rows["right"]["total"] == "5"
     assert rows["carol"]["grading_status"] == "graded" and rows["carol"]["total"] == "2"
+    assert uncommitted in rows["fay"]["message"]
     page = (out / "class.html").read_text()
+    assert html.escape(uncommitted) in page
     assert "<table id='class'>" in page and page.count("data:image/png;base64,") >= 2
     assert class_report.FAIRNESS in page
 
     code, printed = grade_cli(tmp_path, *args, "--ref", "submitted")
-    assert code == 0 and "0 graded, 8 unchanged" in printed, printed
+    assert code == 0 and "0 graded, 9 unchanged" in printed, printed
     assert grading(out, "wrong")["graded_at"] == wrong["graded_at"]
 
     code, printed = grade_cli(tmp_path, *args, "--ref", "submitted", "--only", "carol",
                               "--format", "gradescope")  # fmt: skip
-    assert code == 0 and "1 graded, 7 unchanged" in printed, printed
+    assert code == 0 and "1 graded, 8 unchanged" in printed, printed
     assert grading(out, "carol")["graded_at"] > carol["graded_at"]
     scope = json.loads((out / "carol" / "results.json").read_text())
     assert scope["score"] == 2.0 and scope["max_score"] == 5.0
@@ -264,13 +286,17 @@ def test_a_killed_worker_is_rescheduled_a_hung_kata_times_out_and_killed_worker_
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         local = cluster.local_cluster(tmp_path / "dask")
     try:
-        outcome = grade_class(entries, out, [GRAPH], scheduler=local.scheduler_address, timeout=8)
+        outcome = grade_class(  # unconfined: a confined grading sees no Dask worker to kill
+            entries, out, [GRAPH], scheduler=local.scheduler_address, timeout=8, confined=False
+        )
     finally:
         local.close()
     assert outcome.graded == ["once", "hangs"] or outcome.graded == ["hangs", "once"]
     assert outcome.grader_errors == ["always"]
     assert once.read_text() == "xx" and always.read_text() == "xx"
     assert grading(out, "once")["status"] == "pass"
+    assert grading_job.UNCONFINED in grading(out, "once")["message"]
+    assert json.loads((out / "once" / "results.json").read_text())["confined"] is False
     error = grading(out, "always")
     assert error["grading_status"] == "grader error" and "KilledWorker" in error["message"]
     assert kata_of(error, GRAPH)["verdict"] == "not graded"
@@ -380,6 +406,40 @@ def test_graded_runs_see_a_learners_environment(monkeypatch: pytest.MonkeyPatch)
     assert not {k for k in env if k.startswith(("PYTEST_", "XTC_KATAS_"))}
     assert "OMP_NUM_THREADS" not in env and "PYTHONPATH" not in env
     assert env["TVM_BIND_THREADS"] == "0"
+
+
+def test_work_not_committed_is_not_graded_and_the_grade_says_so(tmp_path: Path) -> None:
+    repo = planted.write(tmp_path / "fay", {GRAPH.id: stub(GRAPH)})
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "cloned")
+    assert submissions.read(str(repo), [GRAPH]).notes == ()
+    (repo / "katas" / GRAPH.id / "graph.py").write_text(solved(GRAPH))
+    sub = submissions.read(str(repo), [GRAPH])
+    assert sub.files[f"katas/{GRAPH.id}/graph.py"] == stub(GRAPH).encode()  # the commit's
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout[:12]  # fmt: skip
+    assert sub.notes == (
+        f"graded commit {commit}; uncommitted changes to katas/02_graph/graph.py were not graded",
+    )
+
+
+def test_a_mistyped_path_is_refused_before_grading(tmp_path: Path) -> None:
+    planted.write(tmp_path / "right", {GRAPH.id: solved(GRAPH)})
+    code, printed = grade_cli(tmp_path, "right", "rihgt", "--out", "grades", "--katas", "2")
+    assert code == 2 and f"no such file or folder: {tmp_path / 'rihgt'}" in printed, printed
+    assert not (tmp_path / "grades").exists()
+
+
+def test_grading_where_it_cannot_be_confined_is_refused_unless_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox, "unavailable", lambda: "bubblewrap (bwrap) is not installed")
+    planted.write(tmp_path / "right", {GRAPH.id: stub(GRAPH)})
+    entries = [submissions.Entry(str(tmp_path / "right"))]
+    with pytest.raises(Unconfinable, match=r"bwrap.* is not installed.*--unconfined"):
+        grade_class(entries, tmp_path / "grades", [GRAPH])
+    assert not (tmp_path / "grades").exists()
 
 
 def test_what_is_graded_again() -> None:

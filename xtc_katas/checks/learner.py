@@ -15,17 +15,29 @@ references, the harness's own code, in this process through the same probes.
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from xtc_katas.checks.confine import confine_learner
 from xtc_katas.kata import loader, stubs
 from xtc_katas.kata.manifest import Kata
 from xtc_katas.measure.backends import KataBackend
-from xtc_katas.measure.isolation import TIME_LIMIT_S, Worker
+from xtc_katas.measure.isolation import KERNEL_HINT, TIME_LIMIT_S, KernelTimedOut, Worker
 
+#: Seconds one call of a learner's function may run (it records a schedule, builds a
+#: graph, returns a spec: well under a second when right); its import too. A search
+#: passes its own limit (isolation.SEARCH_TIME_LIMIT_S).
+CALL_TIME_LIMIT_S = float(os.environ.get("XTC_KATAS_CALL_TIME_LIMIT", "30"))
+CALL_HINT = (
+    "Likely causes: an endless loop, or work that does not belong in it (the tests compile "
+    "and time what it returns). The kata's other tests go on; a function stopped once is "
+    "not called again in this run. Raise the limit with XTC_KATAS_CALL_TIME_LIMIT=<seconds> "
+    "if it is just slow."
+)
 #: The module the worker imported (in the worker only).
 _LOADED: dict[str, ModuleType] = {}
 #: The references' learners, by kata (reference_learner).
@@ -59,6 +71,8 @@ class Loaded:
 
 
 def _load(kata: Kata, solution: bool) -> None:
+    if not solution:
+        confine_learner()  # in a confined grading only
     _LOADED["module"] = loader.load(kata, solution)
 
 
@@ -82,6 +96,8 @@ class Learner:
         self.local = local
         self._worker: Worker | None = None
         self._module: ModuleType | None = None
+        self._stopped: dict[str, str] = {}  # what timed out -> its message
+        self._import_failed: Exception | None = None
         self.loaded = Loaded.read(loader.module_path(kata, self.solution))
         if local:
             self._module = loader.load(kata, self.solution)
@@ -91,7 +107,8 @@ class Learner:
         """A local Learner of a module already imported (a harness test's planted one)."""
         learner = cls.__new__(cls)
         learner.kata, learner.solution, learner.local = kata, False, True
-        learner._worker, learner._module = None, module
+        learner._worker, learner._module, learner._stopped = None, module, {}
+        learner._import_failed = None
         learner.loaded = Loaded(frozenset(dir(module)), frozenset())
         return learner
 
@@ -103,7 +120,16 @@ class Learner:
                 backend = each if isinstance(each, KataBackend) else getattr(each, "backend", None)
                 if isinstance(backend, KataBackend):
                     _ = backend.Backend
-            self._worker = Worker(_load, self.kata, self.solution, what=f"{self.kata.id}'s code")
+            if self._import_failed is not None:  # the same module fails the same way
+                raise self._import_failed.with_traceback(None)
+            try:
+                self._worker = Worker(
+                    _load, self.kata, self.solution, what=f"{self.kata.id}'s code",
+                    time_limit_s=CALL_TIME_LIMIT_S, hint=CALL_HINT,
+                )  # fmt: skip
+            except Exception as exc:  # its import raised, hung or crashed
+                self._import_failed = exc
+                raise
         return self._worker
 
     def run(
@@ -116,16 +142,23 @@ class Learner:
     ) -> Any:
         """`probe(module, *args, **kwargs)` where the module lives; its plain result.
         `what` names it in a crash's or a hang's message (default: the function called),
-        `time_limit_s` bounds it (default: isolation.TIME_LIMIT_S)."""
+        `time_limit_s` bounds it (default: CALL_TIME_LIMIT_S). One that ran past its limit
+        is not run again: the same timeout, at once."""
         if self._module is not None:
             return probe(self._module, *args, **kwargs)
-        worker = self._start(*args)
         named = f"{args[0]}()" if probe is call and args else getattr(probe, "__name__", "")
-        worker.what = what or f"{self.kata.id} › {named}"
-        worker.limit = time_limit_s or TIME_LIMIT_S
+        label = what or f"{self.kata.id} › {named}"
+        if label in self._stopped:
+            raise KernelTimedOut(self._stopped[label])
+        worker = self._start(*args)
+        worker.what = label
+        worker.limit = time_limit_s or CALL_TIME_LIMIT_S
+        worker.hint = CALL_HINT
         try:
             return worker.call(run_probe, probe, *args, **kwargs)
         except BaseException as exc:
+            if isinstance(exc, KernelTimedOut):
+                self._stopped[label] = str(exc)
             if not getattr(exc, "__notes__", None):  # raised here (a timeout): not by it
                 exc.add_note(f"while running {worker.what}")
                 self.close(kill=True)  # it may still run: the next call forks anew
@@ -143,6 +176,7 @@ class Learner:
         (`Worker.step`) beside other workers': kata 12's race runs two at once."""
         assert self._module is None, "a local module runs no probe in the background"
         worker = self._start(*args)
+        worker.limit, worker.hint = TIME_LIMIT_S, KERNEL_HINT  # a race's steps: as before
         worker.submit(run_probe, probe, *args)
         return worker
 
@@ -154,7 +188,8 @@ class Learner:
         if self._module is not None:
             return probe(self._module, *args)
         worker = self._start(*args)
-        worker.limit = time_limit_s or TIME_LIMIT_S
+        worker.limit = time_limit_s or CALL_TIME_LIMIT_S
+        worker.hint = CALL_HINT
         return worker.iterate(run_probe, probe, *args)
 
     def __getattr__(self, function: str) -> Callable[..., Any]:

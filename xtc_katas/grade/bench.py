@@ -2,6 +2,10 @@
 
     .venv/bin/python -m xtc_katas.grade.bench --submissions 5 --katas 1-4 --backend mlir
 
+With --confinement: what bubblewrap's confinement costs (grade/sandbox.py), the class
+graded confined and unconfined in turn, in a plain loop: the wall times, and each speed
+test's speedup against its spread between rounds of one way.
+
 Plants a class (grade/planted.py: every other submission solved, the others half done),
 grades one submission untimed (the references' compiled kernels go to the module cache,
 as on any node after its first grade), then grades the class in rounds, both ways in
@@ -19,6 +23,7 @@ noise from one run to the next). --out keeps the Dask run's outputs
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import tempfile
 import time
@@ -28,6 +33,8 @@ from typing import Any
 
 from xtc_katas.grade import class_report, cluster, grading_job, planted, submissions
 from xtc_katas.grade.grade_command import grader_error, parse_katas, write_results
+from xtc_katas.grade.grading_job import GradeConfig
+from xtc_katas.grade.result_formats import speed
 from xtc_katas.kata.manifest import Kata
 
 
@@ -87,6 +94,53 @@ def on_dask(subs: list[Any], config: grading_job.GradeConfig) -> list[dict[str, 
     return docs
 
 
+def speedups(docs: list[dict[str, Any]]) -> dict[str, float]:
+    """Each speed test's speedup over the naive kernel (or numpy), by submission and test."""
+    found = {}
+    for doc in docs:
+        for test in doc["tests"]:
+            figures = speed(test["figures"])
+            if figures and figures["speedup"]:
+                found[f"{doc['id']}::{test['name']}"] = float(figures["speedup"])
+    return found
+
+
+def compare_confinement(subs: list[Any], config: grading_job.GradeConfig, rounds: int) -> int:
+    """The class graded confined and unconfined, in turn first, `rounds` times: the wall
+    times, and each speed test's speedup, against its spread between rounds of one way."""
+    ways = {"unconfined": GradeConfig(**{**vars(config), "confined": False}), "confined": config}
+    walls: dict[str, list[float]] = {way: [] for way in ways}
+    ratios: dict[str, list[dict[str, float]]] = {way: [] for way in ways}
+    for number in range(rounds):
+        order = list(ways) if number % 2 == 0 else list(ways)[::-1]
+        for way in order:
+            started = time.perf_counter()
+            docs = in_a_loop(subs, ways[way])
+            walls[way].append(time.perf_counter() - started)
+            ratios[way].append(speedups(docs))
+            print(f"round {number + 1}, {way}: {walls[way][-1]:.1f} s", flush=True)
+    best = {way: min(times) for way, times in walls.items()}
+    change = 100 * (best["confined"] - best["unconfined"]) / best["unconfined"]
+    print(f"best wall times: confined {best['confined']:.1f} s, unconfined "
+          f"{best['unconfined']:.1f} s: {change:+.1f}%")  # fmt: skip
+    tests = sorted(set.intersection(*(set(r) for rs in ratios.values() for r in rs)))
+    between, within = [], []
+    for test in tests:
+        means = {w: statistics.mean(r[test] for r in rs) for w, rs in ratios.items()}
+        between.append(abs(means["confined"] - means["unconfined"]) / means["unconfined"])
+        for way, rs in ratios.items():
+            values = [r[test] for r in rs]
+            within.append((max(values) - min(values)) / means[way])
+    if tests:
+        print(
+            f"{len(tests)} speed tests' speedups: confined vs unconfined (means) differ by "
+            f"{100 * statistics.median(between):.1f}% (median; max "
+            f"{100 * max(between):.1f}%); between rounds of one way they spread by "
+            f"{100 * statistics.median(within):.1f}% (median; max {100 * max(within):.1f}%)"
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m xtc_katas.grade.bench", description=__doc__.splitlines()[0]
@@ -98,6 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         "--rounds", type=int, default=2, help="each grades the class both ways, in turn first"
     )
     parser.add_argument("--out", type=Path, help="keep the Dask run's outputs here")
+    parser.add_argument(
+        "--confinement",
+        action="store_true",
+        help="compare confined and unconfined gradings (in a plain loop) instead",
+    )
     args = parser.parse_args(argv)
     katas = parse_katas(args.katas)
     print(f"CPU: {lscpu_model()}", flush=True)
@@ -115,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         grading_job.grade(subs[0], config)
         print(f"warm-up grade (not counted): {time.perf_counter() - started:.1f} s", flush=True)
+        if args.confinement:
+            grading_job.grade(subs[0], GradeConfig(**{**vars(config), "confined": False}))
+            return compare_confinement(subs, config, args.rounds)
         walls: dict[str, list[float]] = {"plain loop": [], "Dask": []}
         own: list[float] = []  # Dask's time beyond its gradings, over them
         docs: list[dict[str, Any]] = []

@@ -73,6 +73,12 @@ def add_parser(sub: Any) -> None:
         "--only", action="append", metavar="ID", help="grade this submission again (repeatable)"
     )
     grade.add_argument("--backend", choices=("mlir", "tvm"), help="one backend (default: both)")
+    grade.add_argument(
+        "--unconfined",
+        action="store_true",
+        help="grade without bubblewrap's confinement, where it cannot run: the learners' code "
+        "then runs with your rights, and every result says so",
+    )
     grade.set_defaults(func=main)
 
 
@@ -96,6 +102,7 @@ def parse_katas(text: str) -> list[Any]:
 def job_key(content_hash: str, config: Any) -> str:
     """What a grade depends on: the submission's content, the suite, katas and backend."""
     text = f"{content_hash}|{config.suite}|{','.join(config.katas)}|{config.backend}"
+    text += "" if config.confined else "|unconfined"
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -155,6 +162,10 @@ def needs_grading(stored: dict[str, Any] | None, key: str, rerun_failed: bool) -
     )
 
 
+class Unconfinable(RuntimeError):
+    """Grading would run the learners' code unconfined, and --unconfined was not given."""
+
+
 @dataclass
 class Outcome:
     """What a run did: the submissions it graded, those it kept, and the grader's errors."""
@@ -192,12 +203,15 @@ def grade_class(
     rerun_failed: bool = False,
     only: Sequence[str] = (),
     timeout: float | None = None,
+    confined: bool = True,
 ) -> Outcome:
     """Grade the submissions `entries` (submissions.Entry) into `out`; see the module's
-    docstring. `timeout`: seconds per kata (grading_job.KATA_TIMEOUT by default)."""
+    docstring. `timeout`: seconds per kata (grading_job.KATA_TIMEOUT by default);
+    `confined`: each kata's run in bubblewrap (grade/sandbox.py), refused where it cannot
+    run (Unconfinable)."""
     from tqdm import tqdm
 
-    from xtc_katas.grade import class_report, cluster, grading_job, submissions
+    from xtc_katas.grade import class_report, cluster, grading_job, sandbox, submissions
 
     entries = submissions.unique_ids(entries)
     unknown = sorted(set(only) - {e.id for e in entries})
@@ -210,6 +224,7 @@ def grade_class(
         backend=backend,
         suite=grading_job.suite_id(),
         timeout=timeout or grading_job.KATA_TIMEOUT,
+        confined=confined,
     )
     outcome = Outcome()
     to_grade = []
@@ -221,6 +236,12 @@ def grade_class(
             to_grade.append((f"grade-{sub.id}-{key[:16]}-{uuid.uuid4().hex[:8]}", sub))
         else:
             outcome.unchanged.append(sub.id)
+    if to_grade and confined and (why := sandbox.unavailable()):
+        raise Unconfinable(
+            f"cannot confine the gradings on this machine: {why}. Install it (./run.sh "
+            "does, as root), or grade with --unconfined: the learners' code then runs with "
+            "your rights, and every result says so"
+        )
     out.mkdir(parents=True, exist_ok=True)
     if to_grade:
         with cluster.connect(scheduler) as (client, scratch):
@@ -272,6 +293,11 @@ def main(args: argparse.Namespace) -> int:
     if not entries:
         print("xtc-katas grade: no submission given (paths, or --roster)", file=sys.stderr)
         return 2
+    missing = [e.source for e in entries if not submissions.URL.match(e.source)
+               and not Path(e.source).exists()]  # fmt: skip
+    if missing:
+        print(f"xtc-katas grade: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
     out = Path(_path(args.out))
     try:
         outcome = grade_class(
@@ -284,8 +310,9 @@ def main(args: argparse.Namespace) -> int:
             ref=args.ref,
             rerun_failed=args.rerun_failed,
             only=args.only or (),
+            confined=not args.unconfined,
         )
-    except UnfairCluster as exc:
+    except (UnfairCluster, Unconfinable) as exc:
         print(f"xtc-katas grade: {exc}", file=sys.stderr)
         return 2
     print(

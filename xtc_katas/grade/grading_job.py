@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from xtc_katas import ROOT
+from xtc_katas.checks.confine import CONFINE_ENV
+from xtc_katas.grade import sandbox
 from xtc_katas.grade.cluster import reap
 from xtc_katas.grade.submissions import Submission, stub_name
 from xtc_katas.kata.manifest import Kata, find
@@ -39,6 +41,11 @@ from xtc_katas.tools.repo_copy import copy_repository, learner_env
 #: The seconds a kata's tests may take on a node before the run is stopped as hung: the
 #: slowest kata runs in minutes (its races and searches), a hung one never ends.
 KATA_TIMEOUT = 1200.0
+#: The note on every grade made with --unconfined.
+UNCONFINED = (
+    "graded unconfined (--unconfined): its code ran with the grader's rights, and could have "
+    "changed any grade"
+)
 #: The end of a crashed or hung run's output kept in its verdict (characters).
 OUTPUT_TAIL = 3000
 
@@ -56,6 +63,7 @@ class GradeConfig:
     suite: str = ""  # suite_id() of the instructor's checkout; "" to skip the check
     timeout: float = KATA_TIMEOUT  # per kata, in seconds
     scratch: str = ""  # where the node makes its copies ("" for its temp dir)
+    confined: bool = True  # each kata's pytest in bubblewrap (sandbox.py); False: --unconfined
 
 
 def suite_id(root: Path = ROOT) -> str:
@@ -143,17 +151,24 @@ def grade(sub: Submission, config: GradeConfig) -> dict[str, Any]:
             f"{node['hostname']}: this node's suite is at {here}, the class is graded at "
             f"{config.suite}: check out the same commit on every node"
         )
+    if config.confined and (why := sandbox.unavailable()):
+        raise GraderError(f"{node['hostname']} cannot confine a grading: {why}")
     katas = [find(k) for k in config.katas]
     kata_results: list[dict[str, Any]] = []
     tests: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="xtc-katas-grade-", dir=scratch) as tmp:
         copy = copy_repository(Path(tmp)) if sub.files else Path(tmp)
+        if config.confined:
+            sandbox.hand_over(Path(tmp))
         for kata in katas:
             verdict, kata_tests = grade_kata(kata, sub, copy, config, Path(tmp))
             kata_results.append(verdict)
             tests += kata_tests
     node["load_after"] = list(os.getloadavg())
-    status, message = overall(kata_results, sub)
+    notes = list(sub.notes)
+    if not config.confined:
+        notes.append(UNCONFINED)
+    status, message = overall(kata_results, sub, notes)
     return {
         "id": sub.id,
         "name": sub.name,
@@ -163,7 +178,8 @@ def grade(sub: Submission, config: GradeConfig) -> dict[str, Any]:
         "grading_status": "graded",
         "status": status,
         "message": message,
-        "notes": list(sub.notes),
+        "notes": notes,
+        "confined": config.confined,
         "katas": kata_results,
         "tests": tests,
         "node": node,
@@ -173,7 +189,9 @@ def grade(sub: Submission, config: GradeConfig) -> dict[str, Any]:
     }
 
 
-def overall(kata_results: list[dict[str, Any]], sub: Submission) -> tuple[str, str]:
+def overall(
+    kata_results: list[dict[str, Any]], sub: Submission, notes: list[str]
+) -> tuple[str, str]:
     """Exercism's status and a teacher's one-paragraph message."""
     verdicts = [k["verdict"] for k in kata_results]
     if all(v == "passed" for v in verdicts):
@@ -190,7 +208,7 @@ def overall(kata_results: list[dict[str, Any]], sub: Submission) -> tuple[str, s
     for k in kata_results:
         line = f"{k['kata']}: {k['verdict']}, {k['tasks_passed']}/{len(k['tasks'])} tasks"
         parts.append(line + (f" ({k['cause']})" if k["cause"] else ""))
-    return status, "; ".join(parts + list(sub.notes))
+    return status, "; ".join(parts + notes)
 
 
 def _placeholder_tests(kata: Kata, status: str, message: str) -> list[dict[str, Any]]:
@@ -300,15 +318,28 @@ def grade_kata(
     return _kata_verdict(kata, verdict, cause, tests, seconds), tests
 
 
+#: The record's events (pytest_record.py), each with its fields' types.
+EVENTS: dict[str, dict[str, type]] = {
+    "collected": {"tests": list},
+    "start": {"nodeid": str},
+    "report": {"nodeid": str, "when": str, "outcome": str, "message": str, "perf": list},
+    "finish": {"exitstatus": int},
+}
+
+
 def _events(record: Path) -> list[dict[str, Any]]:
-    """The record's events; a line cut short by the run's death is left out."""
+    """The record's events; a line cut short by the run's death, or not one of EVENTS
+    with its fields, is left out."""
     events = []
     lines = record.read_text(errors="replace").splitlines() if record.exists() else []
     for line in lines:
         try:
-            events.append(json.loads(line))
+            event = json.loads(line)
         except ValueError:
             continue
+        fields = EVENTS.get(event.get("event")) if isinstance(event, dict) else None
+        if fields is not None and all(isinstance(event.get(k), t) for k, t in fields.items()):
+            events.append(event)
     return events
 
 
@@ -375,10 +406,22 @@ def run_pytest(
     In a session of its own, so that a timeout stops it and every kernel it forked; and,
     where util-linux's setpriv is found, with SIGKILL as its parent-death signal, so that
     a worker killed mid-job does not leave its pytest running beside the next grade."""
+    env, cwd = graded_env(), str(copy)
+    if config.confined:  # the grading's folder (the copy, the record) and the module cache
+        cache = Path(config.scratch or tempfile.gettempdir()) / "xtc-katas-module-cache"
+        if not cache.exists():
+            cache.mkdir()
+            sandbox.hand_over(cache)
+        grading = Path(sandbox.GRADING)
+        cwd, record = str(grading / copy.relative_to(record.parent)), grading / record.name
+        hidden = {"hide": [f"{cwd}/solutions"], "read_only": [sandbox.GRADING, sandbox.CACHE]}
+        env.update({CONFINE_ENV: json.dumps(hidden), "XDG_CACHE_HOME": sandbox.CACHE})
     command = [sys.executable, "-m", "pytest", f"katas/{kata.id}", "-q", "--no-header"]
     command += ["-p", "xtc_katas.grade.pytest_record", f"--grade-record={record}"]
     if config.backend:
         command.append(f"--backend={config.backend}")
+    if config.confined:
+        command = sandbox.wrap(command, cwd, {log.parent: sandbox.GRADING, cache: sandbox.CACHE})
     setpriv = shutil.which("setpriv")
     if setpriv:
         command = [setpriv, "--pdeathsig", "KILL", *command]
@@ -386,14 +429,17 @@ def run_pytest(
         process = subprocess.Popen(
             command,
             cwd=copy,
-            env=graded_env(),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         try:
-            return process.wait(timeout=config.timeout), False
+            code = process.wait(timeout=config.timeout)
+            if config.confined and code > 128:  # bwrap's for its command killed by a signal
+                code = 128 - code
+            return code, False
         except subprocess.TimeoutExpired:
             return None, True
         finally:  # the kernels it forked too, also after a crash or an exception here

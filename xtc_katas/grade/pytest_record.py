@@ -32,6 +32,7 @@ from typing import IO, Any
 
 import pytest
 
+from xtc_katas.checks.confine import guard_harness
 from xtc_katas.kata.manifest import kata_of_path
 from xtc_katas.kata.stubs import functions_checked_by
 
@@ -50,6 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--grade-record")
     if path:
+        guard_harness()  # in a confined grading: not dumpable
         config.pluginmanager.register(Recorder(Path(path)), "xtc-katas-grade-record")
 
 

@@ -58,6 +58,7 @@ def exercism(doc: dict[str, Any]) -> dict[str, Any]:
         "grading_status": doc["grading_status"],
         "katas": doc["katas"],
         "notes": doc["notes"],
+        "confined": doc.get("confined", False),
         "node": doc["node"],
         "suite_commit": doc["suite_commit"],
         "submission_hash": doc["submission_hash"],

@@ -80,8 +80,8 @@ def _zip(path: Path) -> Listing:
     return names, archive.read
 
 
-def _git(source: str, ref: str, scratch: Path) -> Listing:
-    """A clone (no checkout, no hooks run) read at `ref` with git itself."""
+def _git(source: str, ref: str, scratch: Path) -> tuple[list[str], Callable[[str], bytes], str]:
+    """A clone (no checkout, no hooks run) read at `ref` with git itself; and the commit."""
 
     def git(*args: str) -> bytes:
         done = subprocess.run(
@@ -99,7 +99,8 @@ def _git(source: str, ref: str, scratch: Path) -> Listing:
     git("clone", "--quiet", "--no-checkout", source, str(clone))
     listed = git("-C", str(clone), "ls-tree", "-r", "-z", "--name-only", f"{ref}^{{commit}}")
     names = [name for name in listed.decode().split("\0") if name]
-    return names, lambda name: git("-C", str(clone), "show", f"{ref}:{name}")
+    commit = git("-C", str(clone), "rev-parse", f"{ref}^{{commit}}").decode().strip()
+    return names, lambda name: git("-C", str(clone), "show", f"{ref}:{name}"), commit
 
 
 #: A repository's URL: scheme://... or scp-like user@host:path.
@@ -131,7 +132,9 @@ def read(
     with tempfile.TemporaryDirectory(prefix="xtc-katas-submission-") as scratch:
         try:
             if is_git(source):
-                names, reader = _git(source, ref or "HEAD", Path(scratch))
+                names, reader, commit = _git(source, ref or "HEAD", Path(scratch))
+                sub = _collect(sub_id, name, source, names, reader, graded)
+                return _uncommitted(sub, commit, ref or "HEAD", names, graded)
             elif Path(source).is_dir():
                 names, reader = _folder(Path(source))
             elif zipfile.is_zipfile(source):
@@ -144,6 +147,37 @@ def read(
             return _collect(sub_id, name, source, names, reader, graded)
         except (OSError, zipfile.BadZipFile, subprocess.TimeoutExpired) as exc:
             return Submission(sub_id, name, source, {}, problem=f"could not be read: {exc}")
+
+
+def _uncommitted(
+    sub: Submission, commit: str, ref: str, names: list[str], graded: Sequence[Kata]
+) -> Submission:
+    """`sub` read from a local repository's commit, with a note naming the stub files
+    whose working copy differs from that commit: changes not committed are not graded
+    (the grade is the commit's, which the learner and the instructor can both point to).
+    The working files are compared byte for byte: no git command runs in the learner's
+    repository (its config could name a program for git to run)."""
+    root = _root(names)
+    folder = Path(sub.source)
+    if URL.match(sub.source) or root is None or not folder.is_dir():
+        return sub
+    changed = []
+    for kata in graded:
+        stub = stub_name(kata)
+        working = folder / (root + stub)
+        if working.is_file() and working.read_bytes()[:MAX_FILE_BYTES] != sub.files.get(stub):
+            changed.append(root + stub)
+    if not changed:
+        return sub
+    files = ", ".join(changed)
+    if ref == "HEAD":
+        note = f"graded commit {commit[:12]}; uncommitted changes to {files} were not graded"
+    else:
+        note = (
+            f"graded commit {commit[:12]} ({ref}); the folder's {files} differ from it "
+            "(changes after it, committed or not): not graded"
+        )
+    return Submission(sub.id, sub.name, sub.source, sub.files, (*sub.notes, note), sub.problem)
 
 
 def _collect(

@@ -31,6 +31,13 @@ TIME_LIMIT_S = float(os.environ.get("XTC_KATAS_KERNEL_TIME_LIMIT", "120"))
 SEARCH_TIME_LIMIT_S = 4 * TIME_LIMIT_S
 
 
+KERNEL_HINT = (
+    "Likely causes: a schedule that makes it very slow (a scalar loop over a big problem, a "
+    "huge unroll), or an endless loop. Raise the limit with "
+    "XTC_KATAS_KERNEL_TIME_LIMIT=<seconds> if it is just slow."
+)
+
+
 class KernelCrashed(KataFailure):
     """The child process died from a signal or exited."""
 
@@ -163,9 +170,12 @@ class Worker:
         *args: Any,
         what: str = "the compiled kernel",
         time_limit_s: float | None = None,
+        hint: str = "",
     ) -> None:
         self.what = what
         self.limit = TIME_LIMIT_S if time_limit_s is None else time_limit_s
+        #: What a timeout's message says after "... was stopped.": its likely causes.
+        self.hint = hint or KERNEL_HINT
         module_cache.host_runtime()
         context = multiprocessing.get_context("fork")
         self.connection, child = context.Pipe()
@@ -173,7 +183,11 @@ class Worker:
         self.process = context.Process(target=_serve, args=(child, request), daemon=True)
         self.process.start()
         child.close()
-        self.first = self._receive()[1]
+        try:
+            self.first = self._receive()[1]
+        except BaseException:  # `first` failed: its child, which would wait on, goes
+            self.close(kill=True)
+            raise
 
     @property
     def alive(self) -> bool:
@@ -210,10 +224,7 @@ class Worker:
             if not self.connection.poll(self.limit):
                 self.close(kill=True)
                 raise KernelTimedOut(
-                    f"{self.what} ran for more than {self.limit:g} s and was stopped. Likely "
-                    "causes: a schedule that makes it very slow (a scalar loop over a big "
-                    "problem, a huge unroll), or an endless loop. Raise the limit with "
-                    "XTC_KATAS_KERNEL_TIME_LIMIT=<seconds> if it is just slow."
+                    f"{self.what} ran for more than {self.limit:g} s and was stopped. {self.hint}"
                 )
             data = self.connection.recv_bytes()
         except (EOFError, ConnectionError):  # the child died before answering

@@ -1,0 +1,143 @@
+"""In a confined grading, the learner's worker gives up what the harness beside it keeps.
+
+`xtc-katas grade` runs each kata's pytest inside bubblewrap (grade/sandbox.py): the
+harness there must read the reference solutions (they race beside the learner's kernel)
+and write the run's record and its compiles. The learner's module runs in a worker forked
+from that pytest (checks/learner.py); before it is imported, the worker (`confine_learner`,
+only where the grader set CONFINE_ENV) takes a mount namespace of its own in which:
+
+- the suite's solutions/ is an empty read-only folder;
+- the sandbox's writable folders (the copy of the suite, the record, the module cache)
+  are read-only, and /dev/shm a tmpfs of its own. /tmp stays shared with the harness:
+  a kata's test hands the learner's functions a work folder there to compile into;
+- a second user namespace locks these mounts: the learner's code cannot undo them;
+- no folder, and no file it opened for writing there (the record), is left open;
+- the reference's functions already loaded by the harness are made to raise.
+
+The harness side (`guard_harness`, in the graded pytest) makes its process non-dumpable,
+so that the worker cannot reach its files through /proc/<pid>/root, its memory or ptrace.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import json
+import linecache
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Set by the grader in a confined graded run: JSON {"hide": [...], "read_only": [...]}.
+CONFINE_ENV = "XTC_KATAS_GRADE_CONFINE"
+#: The learner's worker's /dev/shm (a tmpfs: memory, bounded).
+TMP_BYTES = 256 << 20
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC = 1, 2, 4, 32, 4096, 16384
+_PR_SET_DUMPABLE = 4
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"confining the learner's worker: {what}: {os.strerror(errno)}")
+
+
+def _new_user_namespace(libc: Any) -> None:
+    """A user and mount namespace of this process's own, mapping its ids to themselves."""
+    uid, gid = os.getuid(), os.getgid()
+    _check(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS), "unshare")
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+
+
+def _mount(libc: Any, source: str, target: str, kind: str, flags: int, data: str = "") -> None:
+    result = libc.mount(source.encode(), target.encode(), kind.encode() or None, flags,
+                        data.encode() or None)  # fmt: skip
+    _check(result, f"mount {target}")
+
+
+def _kept_flags(path: str) -> int:
+    """The mount's nosuid, nodev, noexec and atime flags: a remount in a user namespace
+    must keep those the parent namespace set (the kernel locks them)."""
+    flags = os.statvfs(path).f_flag
+    kept = flags & (2 | 4 | 8 | 1024 | 2048)  # ST_ and MS_ NOSUID NODEV NOEXEC NOATIME NODIRATIME
+    return kept | (0x200000 if flags & 4096 else 0)  # ST_RELATIME is MS_RELATIME
+
+
+def _close_harness_files(folders: list[str]) -> None:
+    """Closes each inherited folder, and each file open for writing in `folders` (the
+    record): not pytest's captures of the output (in /tmp), which the learner's prints go
+    to."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            mode = os.fstat(fd).st_mode
+            flags = int(Path(f"/proc/self/fdinfo/{fd}").read_text().split()[3], 8)
+            path = os.readlink(f"/proc/self/fd/{fd}")
+        except (OSError, ValueError, IndexError):
+            continue
+        writable = flags & os.O_ACCMODE != os.O_RDONLY
+        inside = any(path == f or path.startswith(f + "/") for f in folders)
+        if fd > 2 and (stat.S_ISDIR(mode) or (inside and writable)):
+            os.close(fd)
+
+
+def _forget_references() -> None:
+    """The reference's modules and functions the harness loaded before this fork: out of
+    sys.modules, and each function made to raise."""
+
+    def hidden(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError("the reference solution is hidden from your code while grading")
+
+    names = [name for name in sys.modules if name.startswith("xtc_katas_solution_")]
+    for name in names:
+        del sys.modules[name]
+    for each in gc.get_objects():
+        if type(each).__name__ == "function" and str(each.__module__).startswith(
+            "xtc_katas_solution_"
+        ):
+            each.__code__ = hidden.__code__ if not each.__closure__ else each.__code__
+            each.__defaults__ = each.__kwdefaults__ = None
+    linecache.clearcache()
+
+
+def confine_learner() -> None:
+    """In the learner's worker, before its module is imported: see the module's docstring.
+    Nothing is done outside a confined grading (CONFINE_ENV unset)."""
+    spec = os.environ.get(CONFINE_ENV)
+    if not spec:
+        return
+    paths = json.loads(spec)
+    libc = _libc()
+    _check(libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl")
+    # (prctl: the harness's is 0: /proc/self would be root's, its uid_map not ours to write)
+    _close_harness_files(paths.get("read_only", []))
+    _new_user_namespace(libc)
+    for path in paths.get("hide", []):
+        if os.path.isdir(path):
+            _mount(libc, "tmpfs", path, "tmpfs", _MS_RDONLY | _MS_NOSUID | _MS_NODEV, "size=0")
+    for path in paths.get("read_only", []):
+        if os.path.isdir(path):
+            _mount(libc, path, path, "", _MS_BIND | _MS_REC)
+            _mount(libc, "", path, "", _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _kept_flags(path))
+    flags, data = _MS_NOSUID | _MS_NODEV, f"size={TMP_BYTES},mode=1777"
+    _mount(libc, "tmpfs", "/dev/shm", "tmpfs", flags, data)
+    _new_user_namespace(libc)  # the mounts above, made in the parent namespace, are locked
+    _forget_references()
+
+
+def guard_harness() -> None:
+    """In the graded pytest: not dumpable, so the learner's worker (in a user namespace
+    below this one) can neither open /proc/<this pid>/root, /mem nor ptrace it."""
+    if os.environ.get(CONFINE_ENV):
+        _check(_libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl")
