@@ -35,8 +35,8 @@ CALL_TIME_LIMIT_S = float(os.environ.get("XTC_KATAS_CALL_TIME_LIMIT", "30"))
 CALL_HINT = (
     "Likely causes: an endless loop, or work that does not belong in it (the tests compile "
     "and time what it returns). The kata's other tests go on; a function stopped once is "
-    "not called again in this run. Raise the limit with XTC_KATAS_CALL_TIME_LIMIT=<seconds> "
-    "if it is just slow."
+    "not called again in this test module. Raise the limit with "
+    "XTC_KATAS_CALL_TIME_LIMIT=<seconds> if it is just slow."
 )
 #: The module the worker imported (in the worker only).
 _LOADED: dict[str, ModuleType] = {}

@@ -50,7 +50,8 @@ def add_parser(sub: Any) -> None:
         epilog="On a cluster: `dask scheduler` on one machine, and on each grading node: "
         + WORKER_COMMAND.format(address="tcp://HEAD:8786")
         + ". Exit codes: 0 graded (the learners' fails included), 1 some grader errors "
-        "(run again to grade them), 2 a refused cluster or a usage error.",
+        "(run again to grade them), 2 a refused cluster, a machine that cannot confine the "
+        "gradings (see --unconfined), or a usage error (a path that does not exist).",
     )
     grade.add_argument(
         "submissions", nargs="*", help="folders, .zip files or git repositories (URL or path)"
