@@ -183,7 +183,15 @@ def test_report_measures_a_passing_kata_against_the_reference(repo):
 
 def test_show_marks_the_vector_fmas_of_the_references_register_tile(repo):
     code, out = cli(
-        repo, "show", "4", "schedule_register_tile", "--asm", "--reference", "--backend", "mlir"
+        repo,
+        "show",
+        "4",
+        "schedule_register_tile",
+        "--asm",
+        "--reference",
+        "--spoil",
+        "--backend",
+        "mlir",
     )
     assert code == 0, out
     assert "===== 04_scheduling schedule_register_tile on mlir, 4x32x512" in out
@@ -194,7 +202,15 @@ def test_show_marks_the_vector_fmas_of_the_references_register_tile(repo):
 def test_show_diffs_your_nest_with_the_reference(repo, backend_name):
     solve(repo, 5)
     code, out = cli(
-        repo, "show", "5", "register_tile_spec", "--nest", "--diff", "--backend", backend_name
+        repo,
+        "show",
+        "5",
+        "register_tile_spec",
+        "--nest",
+        "--diff",
+        "--spoil",
+        "--backend",
+        backend_name,
     )
     assert code == 0, out
     assert "(the same)" in out, "a copy of the reference has the reference's loop nest"
@@ -204,7 +220,24 @@ def test_show_on_an_untouched_stub_says_so(repo):
     code, out = cli(repo, "show", "8", "--ir", "--backend", "mlir")
     assert code == 1
     assert "08_large_matmul › schedule_large() is not implemented yet." in out
-    assert "--reference" in out
+
+
+def test_show_keeps_the_reference_for_after_the_task_passes_or_spoil(repo):
+    """Issue 50: the reference's schedule is the task's answer, locked as the solution is."""
+    solve(repo, 4)
+    for side in ("--reference", "--diff"):
+        code, out = cli(repo, "show", "4", "schedule_split", side, "--backend", "mlir")
+        assert code == 1, out
+        assert "schedule_split() has not passed its tests yet" in out and "--spoil" in out
+        assert "j0" not in out and "=====" not in out, "nothing of the reference shown"
+    code, out = cli(
+        repo, "show", "4", "schedule_split", "--reference", "--spoil", "--backend", "mlir"
+    )
+    assert code == 0 and "warning:" in out and "===== 04_scheduling schedule_split" in out, out
+    code, out = cli(repo, "run", "4", "-k", "schedule_split", "-m", "not perf")
+    assert code == 0, out
+    code, out = cli(repo, "show", "4", "schedule_split", "--reference", "--backend", "mlir")
+    assert code == 0 and "warning:" not in out and "===== 04_scheduling schedule_split" in out
 
 
 @pytest.mark.parametrize(
@@ -217,7 +250,7 @@ def test_show_on_an_untouched_stub_says_so(repo):
     ids=["03 baseline", "06 candidate", "07 sample"],
 )
 def test_show_covers_the_baseline_a_candidate_and_a_sample(repo, args, expected):
-    code, out = cli(repo, "show", *args, "--reference", "--backend", "mlir")
+    code, out = cli(repo, "show", *args, "--reference", "--spoil", "--backend", "mlir")
     assert code == 0, out
     assert expected in out
 

@@ -182,7 +182,16 @@ def test_the_status_table_lists_the_new_kata(repo):
 def test_show_finds_the_new_katas_schedules_by_their_kind(repo, kata, function):
     number = kata.split("_")[0]
     code, out = run_python(
-        repo, "-m", "xtc_katas", "show", number, function, "--reference", "--backend", "mlir"
+        repo,
+        "-m",
+        "xtc_katas",
+        "show",
+        number,
+        function,
+        "--reference",
+        "--spoil",
+        "--backend",
+        "mlir",
     )
     assert code == 0, out
     assert f"{kata} {function} on mlir" in out, out

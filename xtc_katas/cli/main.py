@@ -337,7 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--max-runs", type=int, help="stop after this many runs")
     solution = add("solution", cmd_solution, "the reference solution, once the kata passes")
     solution.add_argument("kata", type=find, help="number, name or id")
-    solution.add_argument("--force", action="store_true", help="show it anyway, after a warning")
+    solution.add_argument(
+        "--force", "--spoil", action="store_true", help="show it anyway, after a warning"
+    )
     reset = add("reset", cmd_reset, "restore a kata's stub, keeping a backup of yours")
     reset.add_argument("kata", type=find, help="number, name or id")
     explore = add(
