@@ -143,6 +143,7 @@ def tell_failing_tasks(terminalreporter: Any, failing: list[pytest.TestReport]) 
         causes: dict[str, list[pytest.TestReport]] = {}
         for report in reports:
             causes.setdefault(_cause(said(report)), []).append(report)
+        told = []
         for number, (cause, same) in enumerate(causes.items()):
             first = same[0]
             if cause in shown:
@@ -153,13 +154,13 @@ def tell_failing_tasks(terminalreporter: Any, failing: list[pytest.TestReport]) 
                 terminalreporter.write_sep("_", f"{label}: {_test_name(first)}", red=True)
             else:
                 write(f"and {_test_name(first)}, for another cause:")
-            text = said(first)
-            write(text)
-            if "next:" not in text and "then run:" not in text:
-                write(f"  next: {_next_step(kata_id, tasks)}")
+            told.append(said(first))
+            write(told[-1])
             also = _also(first, same[1:])
             if also:
                 write(f"  {also}")
+        if told and not any("next:" in text or "then run:" in text for text in told):
+            write(f"  next: {_next_step(kata_id, tasks)}")
 
 
 def _next_step(kata_id: str, tasks: tuple[str, ...]) -> str:
@@ -171,16 +172,24 @@ def _next_step(kata_id: str, tasks: tuple[str, ...]) -> str:
 
 def _also(first: pytest.TestReport, others: list[pytest.TestReport]) -> str:
     """ "also on tvm; 2 more tests of this task fail for the same cause"."""
-    backends = sorted({(_bound(r) or {}).get("backend", "") for r in others} - {""})
-    backends = [b for b in backends if b != (_bound(first) or {}).get("backend")]
-    names = {_test_name(r).split("[")[0] for r in others} - {_test_name(first).split("[")[0]}
+    backend = (_bound(first) or {}).get("backend", "")
+    backends = sorted({(_bound(r) or {}).get("backend", "") for r in others} - {"", backend})
+    tests = {_on_any_backend(r) for r in others} - {_on_any_backend(first)}
     parts = [f"also on {', '.join(backends)}"] if backends else []
-    if names:
-        tests = f"{len(names)} more test{'s' if len(names) > 1 else ''}"
-        parts.append(f"{tests} of this task fail{'' if len(names) > 1 else 's'} for the same cause")
+    if tests:
+        n = len(tests)
+        parts.append(f"{n} more test{'s' if n > 1 else ''} of this task fail{'s' * (n == 1)}")
+        parts[-1] += " for the same cause"
     elif parts:
         parts[-1] += ", for the same cause"
     return "; ".join(parts)
+
+
+def _on_any_backend(report: pytest.TestReport) -> tuple[str, str]:
+    """A test, its backend left out: (its function, its other parameters' ids)."""
+    name, _, ids = _test_name(report).partition("[")
+    backend = (_bound(report) or {}).get("backend", "")
+    return name, "-".join(part for part in ids.rstrip("]").split("-") if part != backend)
 
 
 def speed_lines(terminalreporter: Any) -> None:
