@@ -193,25 +193,34 @@ def _on_any_backend(report: pytest.TestReport) -> tuple[str, str]:
 
 
 def speed_lines(terminalreporter: Any) -> None:
-    """A learner's speed summary: one line per race a test passed, yours, the reference
-    and the bar; a step that did not pay in one line where the verdict rests on it (yours
-    below the previous step's bar). Tests that time no race (kata 12's cost model, kata
-    03's checks) print none, and no header."""
+    """A learner's summary of a run's figures. A race (yours, the reference, the bar) in
+    one line, and a step that did not pay in one line where the verdict rests on it
+    (yours below the previous step's bar), with this run's figures; other figures (kata
+    03's % of peak, kata 12's race on a cost model) in one line each, under a header that
+    claims no speed."""
     from xtc_katas.checks.speed_rule import ABOVE_PREVIOUS
 
-    lines = []
+    races, others = [], []
     for report in terminalreporter.stats.get("passed", []):
-        if getattr(report, "when", None) != "call" or not _bound(report):
+        bound = _bound(report)
+        if getattr(report, "when", None) != "call" or not bound:
             continue
-        tasks = ", ".join(_bound(report)["tasks"])
+        given = report.nodeid.split("[")[-1].rstrip("]") if "[" in report.nodeid else ""
+        name = f"{', '.join(bound['tasks']) or _test_name(report)}" + (f" [{given}]" * bool(given))
         for key, figures in report.user_properties:
-            if key != "perf" or not {"speedup", "reference_speedup", "bar"} <= figures.keys():
+            if key != "perf":
                 continue
-            over = "" if figures.get("over") in (None, "naive") else f" (x {figures['over']})"
-            given = report.nodeid.split("[")[-1].rstrip("]") if "[" in report.nodeid else ""
+            if not {"speedup", "reference_speedup", "bar"} <= figures.keys():
+                shown = {k: v for k, v in figures.items() if k not in ("step", "close")}
+                others.append(
+                    f"{name}: " + ", ".join(f"{k} {_fmt(k, v)}" for k, v in shown.items())
+                )
+                continue
+            over = figures.get("over") or _baseline(bound)
             line = (
-                f"{tasks} [{given}]: yours {figures['speedup']:.3g}x, reference "
-                f"{figures['reference_speedup']:.3g}x, bar {figures['bar']:.3g}x{over}"
+                f"{name}: yours {figures['speedup']:.3g}x, reference "
+                f"{figures['reference_speedup']:.3g}x, bar {figures['bar']:.3g}x"
+                + ("" if over == "naive" else f" (x {over})")
             )
             previous = figures.get("previous_speedup")
             if figures.get("step") and previous and figures["speedup"] < ABOVE_PREVIOUS * previous:
@@ -220,14 +229,22 @@ def speed_lines(terminalreporter: Any) -> None:
                     f"{figures['reference_speedup']:.3g}x, the previous step's {previous:.3g}x): "
                     "the bar follows the reference"
                 )
-            lines.append(line)
-    if lines:
+            races.append(line)
+    if races:
         terminalreporter.write_sep(
             "=", "speed in this run (x naive: yours, the reference, the bar)"
         )
         terminalreporter.write_line(f"measured on {machine.describe()}")
-        for line in sorted(lines):
-            terminalreporter.write_line(line)
+    elif others:
+        terminalreporter.write_sep("=", "figures of this run")
+    for line in sorted(races) + sorted(others):
+        terminalreporter.write_line(line)
+
+
+def _baseline(bound: dict) -> str:
+    """What a race's speedups are over: the manifest's baseline of its task."""
+    task = find(bound["kata"]).task(bound["tasks"][0]) if bound["tasks"] else None
+    return "your schedule unfused" if task and task.baseline == "unfused" else "naive"
 
 
 def performance_section(terminalreporter: Any) -> None:
