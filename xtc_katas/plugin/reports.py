@@ -44,6 +44,8 @@ DESCRIBED = pytest.StashKey["failures.Told | None"]()
 #: The user property a kata test's failed report carries what a learner's run prints of
 #: it in (failures.Told.said; plugin/summary.py), to pytest-xdist's controller too.
 SAID = "xtc-katas-said"
+#: The user property of a failure on an untouched stub: told in full once per run.
+STUB = "xtc-katas-stub"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -90,6 +92,8 @@ def pytest_runtest_makereport_in_words(
         below += [str(report.longrepr)] if told.keep_traceback else []
         report.longrepr = "\n\n".join([told.said, *below])
         report.user_properties = [*report.user_properties, (SAID, told.said)]
+        if stub_failure:
+            report.user_properties.append((STUB, True))
     if item.config.getoption("--check-stubs") and _in_katas(item) and report.when == "call":
         _invert_for_stub_check(report, kata, stub_failure)
     return report

@@ -15,7 +15,7 @@ from xtc_katas.kata import progress
 from xtc_katas.kata.manifest import find
 from xtc_katas.measure import machine
 from xtc_katas.plugin.options import BOUND, learner_view, parallel_run
-from xtc_katas.plugin.reports import SAID
+from xtc_katas.plugin.reports import SAID, STUB
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -138,8 +138,15 @@ def tell_failing_tasks(terminalreporter: Any, failing: list[pytest.TestReport]) 
         red=True,
     )
     shown: dict[str, str] = {}  # a cause -> the task that told it
+    stubs = 0  # untouched stubs: the first told in full, the next in a line each
     for (kata_id, tasks), reports in by_task.items():
         label = f"{kata_id} › {', '.join(f'{t}()' for t in tasks) or _test_name(reports[0])}"
+        if all(dict(r.user_properties).get(STUB) for r in reports):
+            stubs += 1
+            if stubs > 1:
+                hint = f"xtc-katas hint {find(kata_id).number} {' '.join(tasks)}"
+                write(f"{said(reports[0]).splitlines()[0]}   (its hint: {hint})")
+                continue
         causes: dict[str, list[pytest.TestReport]] = {}
         for report in reports:
             causes.setdefault(_cause(said(report)), []).append(report)
