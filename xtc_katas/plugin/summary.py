@@ -1,5 +1,7 @@
 """The kata plugin's record and summary: the learner's results kept in pytest's cache for
-the status table, and the performance section of the terminal summary."""
+the status table, and the terminal summary. A learner's run (options.learner_view) tells
+each failing task once and each race in a line; --solutions, CI and -v keep pytest's
+report of every test and the performance section with the instructor's lines."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ class ProgressRecorder:
         if bound is None:  # not a kata test (options.bind binds every kata test)
             return
         kata = find(bound["kata"])
-        text = str(report.longrepr or "") if report.failed else ""
+        text = said(report) if report.failed else ""  # its first line: the status's
         self.results[report.nodeid] = progress.TestResult(
             kata=kata.id,
             tasks=tuple(bound["tasks"]),
