@@ -506,7 +506,11 @@ PLANTED = {
         "    optimizer.finished()\n"
         "    return results\n",
         ("-k", "spends_exactly"),
-        ("search evaluated 12 samples for a budget of 10",),
+        # Its four budget/batch cases fail for one cause, told once (issue 50): the first.
+        (
+            "search evaluated 4 samples for a budget of 1: cut the last batch to the budget left",
+            "3 more tests of this task fail for the same cause",
+        ),
     ),
 }
 
