@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from xtc_katas.kata.loader import SOLUTIONS_ENV
+
 pytest_plugins = ["pytester"]
 #: Each run is a pytest in a subprocess (the plugin sets process-wide state): seconds each.
 pytestmark = pytest.mark.slow
@@ -52,6 +54,7 @@ def test_a_learners_run_prints_no_header_of_pytests_plugins(
     """Issue 50: pytest-timeout's and pytest-benchmark's lines are the instructor's: they
     show under -v, --solutions and in CI (CI=true), not in a learner's run."""
     monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv(SOLUTIONS_ENV, raising=False)  # set by tox's harness run
     pytester.makeini("[pytest]\ntimeout = 300\n")
     pytester.makepyfile(test_quiet="def test_nothing():\n    pass\n")
     args = ("-p", "xtc_katas.plugin")  # pytest-timeout: autoloaded here
