@@ -104,7 +104,7 @@ def test_find_kata_by_number_name_or_id():
         find("nope")
 
 
-def test_a_kata_failure_shows_its_message_and_the_original_error_below():
+def test_a_kata_failure_says_its_message_and_keeps_the_original_error_apart():
     kata = find(4)
     try:
         try:
@@ -112,10 +112,10 @@ def test_a_kata_failure_shows_its_message_and_the_original_error_below():
         except KeyError as exc:
             raise failures.KataFailure("04_scheduling › schedule_split(): the fix") from exc
     except failures.KataFailure as exc:
-        text, keep_traceback = failures.describe(kata, exc, exc.__traceback__)
-    assert text.startswith("04_scheduling › schedule_split(): the fix")
-    assert "The original error, from XTC:" in text and "KeyError: 'C/j0'" in text
-    assert not keep_traceback, "the harness's own frames are noise to a learner"
+        told = failures.describe(kata, exc, exc.__traceback__)
+    assert told.said == "04_scheduling › schedule_split(): the fix", "a learner's run prints this"
+    assert "The original error, from XTC:" in told.original and "KeyError: 'C/j0'" in told.original
+    assert not told.keep_traceback, "the harness's own frames are noise to a learner"
 
 
 def test_flakecheck_requires_every_margin_over_the_bar_of_its_run():

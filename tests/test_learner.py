@@ -144,6 +144,7 @@ def test_the_rest_of_the_run_is_judged_by_the_harness_as_it_was(tmp_path):
         "fused or schedule_register_tile",
         "--backend",
         "mlir",
+        "-v",  # the instructor's summary: every figure, the cap too
         timeout=600,
     )
     assert "passed" in out, out

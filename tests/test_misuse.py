@@ -69,7 +69,7 @@ SCHEDULE_MISTAKES = {
     ),
     "a split without segment interchanges": (
         steps(("split", "j", {"j0": 0, "j1": 32})),
-        ["a segment left without an interchange of its own", "root="],
+        ["split segment 'j0' has no interchange of its own", 'root="./j0"'],
     ),
     "returning the scheduler instead of mutating it": (
         returns_the_scheduler,

@@ -170,7 +170,7 @@ def test_the_new_kata_passes_on_its_solution_speed_race_included(repo):
 
 
 def test_the_status_table_lists_the_new_kata(repo):
-    code, out = run_python(repo, "-m", "xtc_katas", "status", "--no-run")
+    code, out = run_python(repo, "-m", "xtc_katas", "status")
     assert code == 0, out
     assert DEMO in out and "Demo: a kata added from files alone" in out
 
@@ -182,7 +182,16 @@ def test_the_status_table_lists_the_new_kata(repo):
 def test_show_finds_the_new_katas_schedules_by_their_kind(repo, kata, function):
     number = kata.split("_")[0]
     code, out = run_python(
-        repo, "-m", "xtc_katas", "show", number, function, "--reference", "--backend", "mlir"
+        repo,
+        "-m",
+        "xtc_katas",
+        "show",
+        number,
+        function,
+        "--reference",
+        "--spoil",
+        "--backend",
+        "mlir",
     )
     assert code == 0, out
     assert f"{kata} {function} on mlir" in out, out

@@ -196,7 +196,7 @@ def test_a_learner_solves_a_task_in_a_real_browser(tmp_path: Path) -> None:
             page.locator(passed).wait_for(timeout=180_000)
             listed = ".xtc-task[data-task='schedule_interchange'][data-state='passed']"
             page.locator(listed).wait_for(timeout=30_000)
-            code, status = run_python(repo, "-m", "xtc_katas", "status", "--no-run")
+            code, status = run_python(repo, "-m", "xtc_katas", "status")
             assert code == 0 and re.search(r"04_scheduling\s+partly run\s+1/5", status), status
 
             write_save_and_run(wrong)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from xtc_katas.kata.loader import SOLUTIONS_ENV
+
 pytest_plugins = ["pytester"]
 #: Each run is a pytest in a subprocess (the plugin sets process-wide state): seconds each.
 pytestmark = pytest.mark.slow
@@ -44,3 +46,82 @@ def test_perf_tests_are_left_out_under_pytest_xdist(run):
     parallel.assert_outcomes(passed=3)  # xdist's workers deselect: no count in the summary
     parallel.stdout.fnmatch_lines(["*perf tests do not run under pytest -n*"])
     run("-m", "perf").assert_outcomes(passed=1, deselected=3)
+
+
+def test_a_learners_run_prints_no_header_of_pytests_plugins(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """Issue 50: pytest-timeout's and pytest-benchmark's lines are the instructor's: they
+    show under -v, --solutions and in CI (CI=true), not in a learner's run."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv(SOLUTIONS_ENV, raising=False)  # set by tox's harness run
+    pytester.makeini("[pytest]\ntimeout = 300\n")
+    pytester.makepyfile(test_quiet="def test_nothing():\n    pass\n")
+    args = ("-p", "xtc_katas.plugin")  # pytest-timeout: autoloaded here
+
+    def header(*more: str) -> str:
+        result = pytester.runpytest_subprocess(*args, *more)
+        result.assert_outcomes(passed=1)
+        return result.stdout.str()
+
+    assert "timeout: 300" not in header() and "platform " not in header()
+    assert "timeout: 300" in header("-v") and "timeout: 300" in header("--solutions")
+    monkeypatch.setenv("CI", "true")
+    assert "timeout: 300" in header()
+
+
+class Reporter:
+    """What summary.speed_lines reads and writes of pytest's terminal reporter."""
+
+    def __init__(self, passed: list) -> None:
+        self.stats, self.lines = {"passed": passed}, []
+
+    def write_sep(self, sep: str, title: str) -> None:
+        self.lines.append(title)
+
+    def write_line(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def passed(tasks: tuple, backend: str, **figures) -> pytest.TestReport:
+    bound = {"kata": "04_scheduling", "tasks": tasks, "backend": backend}
+    return pytest.TestReport(
+        f"k.py::test_x[{backend}]",
+        ("k.py", 1, "x"),
+        {},
+        "passed",
+        None,
+        "call",
+        [],
+        1.0,
+        user_properties=[("xtc-katas-bound", bound), ("perf", figures)],
+    )
+
+
+def test_a_learners_speed_summary_is_a_short_line_per_race_and_none_for_a_cost_model():
+    """Issue 50: yours, the reference, the bar; the step that did not pay only where the
+    verdict rests on it (yours below 1.15x the previous step), with this run's figures;
+    kata 12's race against random search (a cost model, no bar) under no speed header."""
+    from xtc_katas.plugin.summary import speed_lines
+
+    step = "this step did not pay in this run: ...; TVM's LLVM (Intel Xeon family 6 model 207)"
+    race = {"speedup": 27.7, "reference_speedup": 27.7, "bar": 19.4, "percent_of_peak": 25.4}
+    reporter = Reporter(
+        [
+            passed(("schedule_vectorize",), "tvm", **race, previous_speedup=27.6, step=step),
+            passed(("schedule_parallel",), "tvm", **race, previous_speedup=20.0, step=step),
+        ]
+    )
+    speed_lines(reporter)
+    assert reporter.lines[2:] == [
+        "schedule_parallel [tvm]: yours 27.7x, reference 27.7x, bar 19.4x",
+        "schedule_vectorize [tvm]: yours 27.7x, reference 27.7x, bar 19.4x\n    the step did "
+        "not pay in this run (its reference 27.7x, the previous step's 27.6x): the bar "
+        "follows the reference",
+    ]
+    cost_model = Reporter([passed(("make_optimizer",), "", median_best=1.2, wins="50/60")])
+    speed_lines(cost_model)
+    assert cost_model.lines == [
+        "figures of this run",
+        "make_optimizer: median_best 1.2, wins 50/60",
+    ]

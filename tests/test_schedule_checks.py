@@ -147,12 +147,26 @@ def test_an_unknown_loop_in_the_interchange_is_named(sch):
 
 def test_a_split_without_segment_interchanges_names_the_fix_and_keeps_xtc_error(sch):
     sch.split("j", {"j0": 0, "j1": 32})
-    with pytest.raises(
-        ScheduleMistake, match="a segment left without an interchange of its own"
-    ) as info:
+    with pytest.raises(ScheduleMistake, match="split segment 'j0' has no interchange") as info:
         check_schedule(sch, "04_scheduling", "schedule_split", PROBLEM)
-    assert str(info.value).startswith("04_scheduling › schedule_split(): XTC cannot build")
+    assert str(info.value).startswith("04_scheduling › schedule_split(): split segment 'j0'")
     assert isinstance(info.value.__cause__, KeyError), "XTC's own error stays attached"
+
+
+def test_a_remainder_without_its_interchange_is_named_alone(sch):
+    """Kata 04's split with the remainder's interchange left out (issue 50): the message
+    names that segment, and not a second cause it might have been."""
+    sch.split("j", {"j0": 0, "j1": 32})
+    sch.interchange(["i", "k", "j0", "j1"])
+    sch.strip_mine("j", {"jv": 16}, root="./j0")
+    sch.interchange(["j", "jv"], root="./j0")
+    sch.vectorize(["jv"], root="./j0")
+    with pytest.raises(ScheduleMistake) as info:
+        check_schedule(sch, "04_scheduling", "schedule_split", PROBLEM)
+    said = str(info.value)
+    assert "split segment 'j1' has no interchange of its own" in said
+    assert 'sch.interchange([...], root="./j1")' in said
+    assert "'j0'" not in said and "at the root" not in said, said
 
 
 def test_a_loop_both_parallel_and_unrolled_is_named(sch):

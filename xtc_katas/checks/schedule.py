@@ -145,6 +145,22 @@ def schedule_spec(
     return impl, scheduler
 
 
+def unbuilt(exc: Exception) -> str:
+    """Why XTC could not build the loop nest. XTC 0.3.2 builds it node by node (the root,
+    then each split segment, named "C/j1"), looking each node's interchange up by that
+    name (schedules/loop_nest_builder.py): a KeyError naming a segment says that segment
+    has none."""
+    key = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else ""
+    _, _, segment = key.partition("/")
+    if not segment:
+        return f"XTC cannot build a loop nest from this schedule ({type(exc).__name__}: {exc})"
+    return (
+        f"split segment {segment.rsplit('/', 1)[-1]!r} has no interchange of its own, so XTC "
+        f"cannot build the loop nest (KeyError: {exc}). Give it one, naming the loops inside "
+        f'it (there the split axis keeps its own name): sch.interchange([...], root="./{segment}")'
+    )
+
+
 RACES = {"parallelize": "threads would race", "vectorize": "lanes would collide"}
 
 
@@ -156,13 +172,7 @@ def schedule_mistakes(scheduler: Any, problem: Problem) -> list[str]:
     try:
         loop_nest = scheduler.get_loop_nest()
     except Exception as exc:
-        raise ScheduleMistake(
-            f"XTC cannot build a loop nest from this schedule ({type(exc).__name__}: {exc}). "
-            "A name it cannot find is usually a split's segment: a primitive at the root "
-            "that names a segment (the segments are scheduled inside it, with root= "
-            "naming it, and there the loop keeps its axis's own name), or a segment left "
-            "without an interchange of its own"
-        ) from exc
+        raise ScheduleMistake(unbuilt(exc)) from exc
     dims = list(loop_nest.abstract_dims)
     axes = loop_axes(loop_nest)
     reductions = set(problem.reduction_axes)

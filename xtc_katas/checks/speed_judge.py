@@ -8,12 +8,13 @@ previous step's reference); the verdict is speed_rule.py's, the same for every k
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from xtc_katas.checks.speed_rule import Bar, Speedups, bar, judge, step_pays, tier
+from xtc_katas.checks.speed_rule import Bar, Speedups, bar, judge, step_note, step_pays, tier
 from xtc_katas.measure.timing import (
     Bounded,
     Timings,
@@ -156,9 +157,12 @@ def judge_speed(task: TaskUnderTest, found: dict[str, Any], advice: str, **recor
         measured = f"numpy's speed ({figures['openblas']})"
     on = f"{cores} core{'s' if cores > 1 else ''}"
     races = ", ".join(f"{r.learner:.3g}x" for r in readings)
+    # A failure's note on a step that did not pay keeps to this run's figures: the
+    # manifest's no_gain (read on other machines) goes to the recorded figures only.
+    told = dataclasses.replace(applied, step_note=step_note(result, "", scope))
     return judge(
         result,
-        applied,
+        told,
         f"{task.kata.id} › {task.function}()",
         f"{measured} on {task.backend} ({task.problem.label}, {on})",
         advice,

@@ -276,7 +276,7 @@ class TaskUnderTest:
             return f"your loop nest: {mistakes[0]}"
         yours = "your loop nest has this step's shape, and still" if self.task.shape else "yours"
         return (
-            f"{yours} runs slower than the reference: compare the two, xtc-katas show "
-            f"{self.kata.number} {self.function} --nest --diff (then --asm, for the code each "
-            "one became)"
+            f"{yours} runs slower than the reference: read the code it became, xtc-katas "
+            f"show {self.kata.number} {self.function} --asm; the reference's beside it (its "
+            "answer, before your pass): --nest --diff --spoil"
         )

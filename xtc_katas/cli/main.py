@@ -1,8 +1,10 @@
 """`xtc-katas`: the learner's loop on top of pytest.
 
 status (the default), run, watch, hint, solution, reset, show, explore, report, notebook:
-each with --help. Progress is never hand-kept: `status` runs pytest on the first kata whose
-recorded results are missing or stale, and reads every result back from pytest's cache.
+each with --help. Progress is never hand-kept: `run` (and `watch`, the notebook) runs a
+kata's tests, which record their results in pytest's cache; `status` reads them back,
+running nothing, and counts a result recorded against an older version of the file as
+not run.
 """
 
 from __future__ import annotations
@@ -42,26 +44,10 @@ def pytest_kata(kata: Kata, extra: Sequence[str] = (), quiet: bool = True) -> in
         return subprocess.run(args, cwd=ROOT, capture_output=quiet, text=True).returncode
 
 
-def collect_statuses(run_tests: bool = True) -> list[KataStatus]:
-    """Every kata's status; runs pytest on katas in order until the first unfinished one
-    (nothing while another run holds the repository's lock: the recorded results)."""
-    statuses = []
-    for kata in katas():
-        status = kata_status(kata, progress.read())
-        if run_tests and status.state != "passing":
-            print(f"running the tests of {kata.id} ...", file=sys.stderr, flush=True)
-            try:
-                pytest_kata(kata)
-            except RunBusy as busy:  # its recorded state stands: not passing, so no more run
-                print(
-                    f"another run is in progress ({busy.who}): the recorded results, not run now",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            status = kata_status(kata, progress.read())
-        run_tests = run_tests and status.state == "passing"
-        statuses.append(status)
-    return statuses
+def collect_statuses() -> list[KataStatus]:
+    """Every kata's status, read from the last recorded results: nothing runs (`run` does)."""
+    results = progress.read()
+    return [kata_status(kata, results) for kata in katas()]
 
 
 def _best(best: BestFigure | None) -> str:
@@ -100,6 +86,8 @@ def render_next_step(statuses: list[KataStatus]) -> str:
     failure = current.first_failure
     if failure:
         lines.append(f"  first failure: {failure.message or 'see pytest output'}")
+    elif current.state in ("not run", "partly run"):
+        lines.append(f"  {current.state}: its tests have no results for your current file yet")
     task = _hint_task(kata, None)
     _, hint = progress.next_hint(kata, task)
     lines.append(f"  hint ({task.function}): {hint}")
@@ -109,7 +97,7 @@ def render_next_step(statuses: list[KataStatus]) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    statuses = collect_statuses(run_tests=not args.no_run)
+    statuses = collect_statuses()
     print(render_table(statuses), render_next_step(statuses), sep="\n\n")
     return 0
 
@@ -299,10 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Exit codes: `run` passes pytest's through (0 all passed, 1 some failed, "
         f"2-5 pytest's own errors); 2 for an unknown kata; {BUSY_EXIT} (EX_TEMPFAIL) when "
         "another run of the tests (the notebook's, a `run`) holds the repository: one "
-        "run at a time. `status` then shows the recorded results and `watch` runs at "
-        "the next save.",
+        "run at a time. `watch` then runs at the next save.",
     )
-    parser.set_defaults(func=cmd_status, no_run=False)  # no subcommand: status
+    parser.set_defaults(func=cmd_status)  # no subcommand: status
     backend = argparse.ArgumentParser(add_help=False)
     backend.add_argument("--backend", action="append", choices=BACKENDS)
     current = argparse.ArgumentParser(add_help=False)
@@ -316,8 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
         subcommand.set_defaults(func=func)
         return subcommand
 
-    status = add("status", cmd_status, "progress table and the next step (the default)")
-    status.add_argument("--no-run", action="store_true", help="only read recorded results")
+    add(
+        "status",
+        cmd_status,
+        "progress table and the next step, from the last results (the default; `run` runs)",
+    )
     run = add("run", cmd_run, "run one kata's tests (default: the current kata)", current, backend)
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
     hint = add("hint", cmd_hint, "the next hint of a kata's function, one per call", current)
@@ -337,7 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--max-runs", type=int, help="stop after this many runs")
     solution = add("solution", cmd_solution, "the reference solution, once the kata passes")
     solution.add_argument("kata", type=find, help="number, name or id")
-    solution.add_argument("--force", action="store_true", help="show it anyway, after a warning")
+    solution.add_argument(
+        "--force", "--spoil", action="store_true", help="show it anyway, after a warning"
+    )
     reset = add("reset", cmd_reset, "restore a kata's stub, keeping a backup of yours")
     reset.add_argument("kata", type=find, help="number, name or id")
     explore = add(

@@ -14,6 +14,7 @@ import contextlib
 import difflib
 import io
 import re
+import sys
 from typing import Any
 
 from xtc_katas.checks.kinds import (
@@ -109,6 +110,8 @@ def main(args: argparse.Namespace) -> int:
     entry = shown[0] if args.function is None else kata.task(args.function)
     if entry not in shown:
         raise LookupError(f"{kata.id} has no schedule named {args.function!r}; try one of: {names}")
+    if (args.reference or args.diff) and not unlocked(kata, entry.function, args.spoil):
+        return 1
     kind = kind_of(entry)
     option = getattr(args, kind.option) if kind.option else None
     views = [v for v in VIEWS if getattr(args, v)] or ["nest"]
@@ -125,7 +128,6 @@ def main(args: argparse.Namespace) -> int:
                             (impl, scheduler), _ = task.schedules(option)
                     except NotImplementedError:
                         print(not_implemented(kata, entry.function))
-                        print("  (or see the reference's: add --reference)")
                         return 1
                     texts[side] = render(impl, scheduler, view, workdir)
                 title = f"{kata.id} {entry.function} on {name}, {task.problem.label}: {view}"
@@ -139,6 +141,30 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def unlocked(kata: Kata, function: str, spoil: bool) -> bool:
+    """The reference's schedule is the task's answer: shown once the task passed its tests
+    (as `xtc-katas solution` is once the kata passes), or with --spoil, after a warning."""
+    from xtc_katas.kata import progress
+
+    if progress.task_states(kata, progress.read()).get(function) == "passed":
+        return True
+    if not spoil:
+        print(
+            f"xtc-katas: {kata.id} › {function}() has not passed its tests yet: the "
+            f"reference's schedule (--reference, --diff) is its answer, shown once it passes: "
+            f"xtc-katas run {kata.number}. Stuck? xtc-katas hint {kata.number} {function}. To "
+            "look anyway: add --spoil",
+            file=sys.stderr,
+        )
+        return False
+    print(
+        f"warning: {kata.id} › {function}() has not passed yet. Reading the answer first "
+        "skips the part where you learn it; try the next hint before reading on.\n",
+        file=sys.stderr,
+    )
+    return True
+
+
 def add_parser(sub: Any) -> None:
     show = sub.add_parser(
         "show", help="the loop nest, IR or assembly of your schedule (a kata that builds one)"
@@ -149,8 +175,15 @@ def add_parser(sub: Any) -> None:
     show.add_argument("--ir", action="store_true", help="the transformed IR")
     show.add_argument("--asm", action="store_true", help="the assembly, vector FMAs marked")
     side = show.add_mutually_exclusive_group()
-    side.add_argument("--reference", action="store_true", help="the reference's instead")
-    side.add_argument("--diff", action="store_true", help="a diff of yours and the reference")
+    side.add_argument(
+        "--reference", action="store_true", help="the reference's instead, once the task passes"
+    )
+    side.add_argument(
+        "--diff", action="store_true", help="a diff of yours and the reference, once it passes"
+    )
+    show.add_argument(
+        "--spoil", action="store_true", help="--reference or --diff before a pass, after a warning"
+    )
     show.add_argument("--backend", action="append", choices=BACKENDS)
     show.add_argument("--candidate", help="kata 06: the candidate's name (default: the first)")
     show.add_argument(

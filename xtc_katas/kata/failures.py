@@ -3,7 +3,9 @@
 A learner's first failure should be one readable line, not a traceback: an untouched stub
 raises NotImplementedError, and we answer with the kata, the function and its first hint.
 When XTC itself rejects what the learner wrote (unknown axis, bad spec), XTC's message
-comes first and the original traceback stays below it: we never hide an error.
+comes first, with the learner's line it came from; the original traceback is kept in the
+test's report, below the message, which `pytest -v` and `--tb=long` print (and the
+grader records): we never drop an error, we only keep it out of the default view.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 import traceback
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from xtc_katas import ROOT
 
@@ -85,54 +87,83 @@ def not_implemented(kata: Kata, function: str) -> str:
     )
 
 
-def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> tuple[str, bool] | None:
-    """A header for the failure and whether to keep the traceback below it; None: leave as is."""
+class Told(NamedTuple):
+    """A failure in the learner's words: `said`, what a learner's run prints (plugin/
+    summary.py); `original`, the error the harness caught (XTC's, or the learner's process'
+    traceback), and `keep_traceback`, pytest's traceback of the test: both printed below
+    `said` only by pytest -v or --tb=long, and kept in the report."""
+
+    said: str
+    original: str = ""
+    keep_traceback: bool = False
+
+
+def learner_line(kata: Kata, tb: TracebackType | None, exc: BaseException) -> str:
+    """Where in the kata's module the error came from, `path:line: code`, or ""."""
+    module_files = {str(kata.stub_path()), str(kata.solution_path())}
+    inside = [(f, n, code) for f, n, _, code in frames(tb, exc) if f in module_files]
+    if not inside:
+        return ""
+    file, line, code = inside[-1]
+    shown = Path(file).relative_to(ROOT) if Path(file).is_relative_to(ROOT) else file
+    return f"{shown}:{line}: {code.strip()}"
+
+
+def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> Told | None:
+    """The failure in the learner's words; None: leave pytest's report as it is."""
     if isinstance(exc, StubNotImplemented):
-        return not_implemented(kata, exc.function), False
+        return Told(not_implemented(kata, exc.function))
     if type(exc).__name__ == "Failed" and str(exc).startswith("Timeout"):
         function = learner_function(kata, tb, exc)
         where = f" › {function}()" if function else ""
-        return (
+        return Told(
             f"{kata.id}{where}: this test timed out ({exc}) and was stopped; the run goes "
             "on. Likely cause: a compile that explodes (a huge unroll, e.g. unroll a whole "
-            "axis of 512) or a kernel that never ends. The traceback below shows where it "
-            "was. Raise the limit with pytest --timeout=<seconds> if it is only slow.",
-            True,
+            "axis of 512) or a kernel that never ends (pytest -v shows where it was). "
+            "Raise the limit with pytest --timeout=<seconds> if it is only slow.",
+            keep_traceback=True,
         )
     if isinstance(exc, KataFailure):
         message = str(exc)
         if not message.startswith(kata.id):  # "f(): ..." reads "kata › f(): ..."
             joint = " ›" if re.match(r"\w+\(\):", message) else ":"
             message = f"{kata.id}{joint} {message}"
-        notes = "\n".join(getattr(exc, "__notes__", []))
-        if notes:
-            message += f"\n\n{notes}"
+        original = "\n".join(getattr(exc, "__notes__", []))
         if exc.__cause__ is not None:
-            original = "".join(traceback.format_exception(exc.__cause__)).rstrip()
-            message += f"\n\nThe original error, from XTC:\n{original}"
-        return message, False
+            cause = "".join(traceback.format_exception(exc.__cause__)).rstrip()
+            original += f"\n\nThe original error, from XTC:\n{cause}"
+        return Told(message, original.strip("\n"))
     if isinstance(exc, OSError) and "cannot open shared object" in str(exc):
         # XTC's message does not say what the learner did
-        return (
+        return Told(
             f"{kata.id}: the compiled module has no shared library to load: XTC writes one "
             "only with get_compiler(dump_file=..., shared_lib=True) (without it, MLIR leaves "
             f"no .so)\n  {_where(kata)}",
-            True,
+            keep_traceback=True,
         )
     function = learner_function(kata, tb, exc)
     if function is None:
         return None
     file, line, raiser, code = (frames(tb, exc) or [("", 0, None, "")])[-1]
     if isinstance(exc, NotImplementedError) and raiser == function:
-        return not_implemented(kata, function), False
+        return Told(not_implemented(kata, function))
+    at = learner_line(kata, tb, exc)
     parts = Path(file).parts
     if "site-packages" in parts and any(p in ("xtc", "tvm", "mlir") for p in parts):
         # an error without a message (a bare `assert` in XTC) is told by its line
         where = "/".join(parts[-3:])
         said = str(exc) or f"(no message) `{code.strip()}` in {raiser}(), {where}:{line}"
-        return (
+        return Told(
             f"{kata.id} › {function}(): XTC rejected it with {type(exc).__name__}: {said}\n"
-            f"  Fix the call in {function}() that the traceback below points at.",
-            True,
+            + (
+                f"  Fix this call in {function}(): {at}"
+                if at
+                else f"  Fix the call in {function}() that pytest -v's traceback points at."
+            ),
+            keep_traceback=True,
         )
-    return f"{kata.id} › {function}() raised {type(exc).__name__}: {exc}", True
+    return Told(
+        f"{kata.id} › {function}() raised {type(exc).__name__}: {exc}"
+        + (f"\n  at {at}" if at else ""),
+        keep_traceback=True,
+    )

@@ -50,8 +50,9 @@ class Task(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: "unfused" (each side's own schedule without its fusion, kata 09).
     baseline: Literal["naive", "unfused"] = "naive"
     #: Per backend, why this step may not beat the previous one (a cause measured on some
-    #: CPU): shown with the figures when this step's reference is not speed_rule.PAYS x
-    #: the previous step's in the learner's run (speed_rule.step_note).
+    #: CPU): recorded with the figures when this step's reference is not speed_rule.PAYS x
+    #: the previous step's in the run (speed_rule.step_note), for the instructor's summary;
+    #: a learner's messages keep to the run's own figures (speed_judge.judge_speed).
     no_gain: dict[str, str] = {}
     #: The shape checks its loop nest must pass, by name (loop_nests.SHAPES): what
     #: `task.assert_shape()` asserts, and what the harness's own tests read.

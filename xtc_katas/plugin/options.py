@@ -48,7 +48,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def learner_view(config: pytest.Config) -> bool:
+    """A learner's run: it prints what the learner asked for, each failing task once
+    (plugin/summary.py) and a short speed line per race, without pytest's and its
+    plugins' headers (pytest-benchmark's, pytest-timeout's) or the instructor's lines
+    (calibration, the peak probe's internals). Those show under --solutions,
+    --check-stubs, -v, and in CI (CI=true, as CI services set it)."""
+    instructor = config.getoption("--solutions") or config.getoption("--check-stubs")
+    in_ci = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+    return not (instructor or in_ci or config.get_verbosity() > 0)
+
+
+def _asked_for_report_chars(config: pytest.Config) -> bool:
+    """Whether the command line (or PYTEST_ADDOPTS) gave pytest's -r option."""
+    given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
+    return any(str(arg).startswith(("-r", "--report-chars")) for arg in given)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's terminal reporter reads -r
 def pytest_configure(config: pytest.Config) -> None:
+    if learner_view(config):
+        config.option.no_header = True
+        if not _asked_for_report_chars(config):  # no FAILED line per test: summary.py
+            config.option.reportchars = ""  # tells each failing task once
     config.addinivalue_line(
         "markers",
         "task(function): the kata task a test checks, which its `task` fixture needs (the "

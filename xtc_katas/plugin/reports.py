@@ -38,11 +38,14 @@ def _in_katas(item: pytest.Item) -> bool:
     return Path(item.path).resolve().is_relative_to(ROOT / "katas")
 
 
-#: The stub messages a run showed whole: a repeat is shown in one line.
-TOLD = pytest.StashKey[set]()
 #: The failure's description (failures.describe), made once by the wrapper below before
 #: the report is, and read by the report's first maker.
-DESCRIBED = pytest.StashKey["tuple[str, bool] | None"]()
+DESCRIBED = pytest.StashKey["failures.Told | None"]()
+#: The user property a kata test's failed report carries what a learner's run prints of
+#: it in (failures.Told.said; plugin/summary.py), to pytest-xdist's controller too.
+SAID = "xtc-katas-said"
+#: The user property of a failure on an untouched stub: told in full once per run.
+STUB = "xtc-katas-stub"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -51,14 +54,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     format the traceback (reading every frame's source) only for the wrapper below to
     drop it: on an untouched stub that was most of a red run's time after start-up."""
     described = item.stash.get(DESCRIBED, None)
-    if call.when != "call" or described is None or described[1]:
+    if call.when != "call" or described is None or described.keep_traceback:
         return None
     return pytest.TestReport(
         item.nodeid,
         item.location,
         {name: 1 for name in item.keywords},
         "failed",
-        described[0],
+        described.said,
         call.when,
         [(f"Captured {key} {call.when}", content) for (_, key, content) in item._report_sections],
         call.duration,
@@ -72,23 +75,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_runtest_makereport_in_words(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Iterator[None] | Any:
+    """The report of a kata test's failure: the learner's words first, then the original
+    error and pytest's traceback where they are kept (pytest -v and the grader read the
+    whole report; a learner's run prints the words alone, plugin/summary.py)."""
     kata = item.stash.get(KATA, None)
-    described = None
+    told = None
     if kata is not None and call.excinfo is not None:
-        described = failures.describe(kata, call.excinfo.value, call.excinfo.tb)
-    item.stash[DESCRIBED] = described
+        told = failures.describe(kata, call.excinfo.value, call.excinfo.tb)
+    item.stash[DESCRIBED] = told
     report = yield
     if kata is None:
         return report
-    stub_failure = described is not None and isinstance(call.excinfo.value, NotImplementedError)
-    if described:
-        header, keep_traceback = described
-        report.longrepr = f"{header}\n\n{report.longrepr}" if keep_traceback else header
+    stub_failure = told is not None and isinstance(call.excinfo.value, NotImplementedError)
+    if told:
+        below = [told.original] if told.original else []
+        below += [str(report.longrepr)] if told.keep_traceback else []
+        report.longrepr = "\n\n".join([told.said, *below])
+        report.user_properties = [*report.user_properties, (SAID, told.said)]
         if stub_failure:
-            told = item.config.stash.setdefault(TOLD, set())
-            if header in told:  # once is enough: the next ones in a line
-                report.longrepr = header.splitlines()[0] + " (as above)"
-            told.add(header)
+            report.user_properties.append((STUB, True))
     if item.config.getoption("--check-stubs") and _in_katas(item) and report.when == "call":
         _invert_for_stub_check(report, kata, stub_failure)
     return report

@@ -1,17 +1,23 @@
 """The kata plugin's record and summary: the learner's results kept in pytest's cache for
-the status table, and the performance section of the terminal summary."""
+the status table, and the terminal summary. A learner's run (options.learner_view) tells
+each failing task once and each race in a line; --solutions, CI and -v keep pytest's
+report of every test and the performance section with the instructor's lines."""
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Generator
 from typing import Any
 
 import pytest
 
+from xtc_katas import ROOT
 from xtc_katas.kata import progress
 from xtc_katas.kata.manifest import find
 from xtc_katas.measure import machine
-from xtc_katas.plugin.options import BOUND, parallel_run
+from xtc_katas.plugin.options import BOUND, learner_view, parallel_run
+from xtc_katas.plugin.reports import SAID, STUB
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -36,7 +42,7 @@ class ProgressRecorder:
         if bound is None:  # not a kata test (options.bind binds every kata test)
             return
         kata = find(bound["kata"])
-        text = str(report.longrepr or "") if report.failed else ""
+        text = said(report) if report.failed else ""  # its first line: the status's
         self.results[report.nodeid] = progress.TestResult(
             kata=kata.id,
             tasks=tuple(bound["tasks"]),
@@ -53,14 +59,206 @@ class ProgressRecorder:
             progress.record(self.config.cache, self.results)
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    config = terminalreporter.config
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # around pytest's own summary
+def pytest_terminal_summary(
+    terminalreporter: Any, config: pytest.Config
+) -> Generator[None, None, None]:
+    """In a learner's run whose failures are all kata tests, pytest's FAILURES and ERRORS
+    sections (a traceback per test and backend) give way to one block per failing task
+    (tell_failing_tasks, below): the same reports, printed once per cause."""
+    if learner_view(config) and config.option.tbstyle == "auto":
+        failing = _failing(terminalreporter.stats)
+        if failing and all(_bound(report) for report in failing):
+            config.option.tbstyle = "no"
+            config.stash[TELL] = failing
+    return (yield)
+
+
+#: The failed reports a learner's run tells by task (set by the wrapper above).
+TELL = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(specname="pytest_terminal_summary")
+def pytest_terminal_summary_told(terminalreporter: Any, config: pytest.Config) -> None:
+    """The failing tasks (a learner's run), then the speed figures."""
+    failing = config.stash.get(TELL, [])
+    if failing:
+        tell_failing_tasks(terminalreporter, failing)
     if parallel_run(config):  # the controller: its workers left the perf tests out
         terminalreporter.section("performance tests left out")
         terminalreporter.write_line(
             "perf tests do not run under pytest -n: another worker shares the cores, so "
             "side-by-side timings would measure it. Run them serially: pytest -m perf"
         )
+    if learner_view(config):
+        speed_lines(terminalreporter)
+    else:
+        performance_section(terminalreporter)
+
+
+def _failing(stats: dict[str, list]) -> list[pytest.TestReport]:
+    return [report for key in ("error", "failed") for report in stats.get(key, [])]
+
+
+def _bound(report: Any) -> dict | None:
+    return dict(getattr(report, "user_properties", [])).get(BOUND)
+
+
+def said(report: pytest.TestReport) -> str:
+    """What the learner is told of a failed report: the kata's words (reports.py), else
+    pytest's one-line crash message (a plain assert's), never the test's source."""
+    told = dict(report.user_properties).get(SAID)
+    if told:
+        return told
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return crash.message if crash is not None else report.longreprtext
+
+
+def _cause(text: str) -> str:
+    """Two failures have the same cause when their words differ only in figures and in
+    the backend they name."""
+    return re.sub(r"\b(mlir|tvm)\b", "*", re.sub(r"\d+(\.\d+)?", "#", text), flags=re.I)
+
+
+def _test_name(report: pytest.TestReport) -> str:
+    return report.nodeid.split("::")[-1]
+
+
+def tell_failing_tasks(terminalreporter: Any, failing: list[pytest.TestReport]) -> None:
+    """One block per failing task: its first failure's words (figures, next step), then
+    one line for its other tests and backends that failed the same way. A cause told
+    once, by another task's block, is named in one line."""
+    by_task: dict[tuple, list[pytest.TestReport]] = {}
+    for report in failing:
+        bound = _bound(report) or {}
+        by_task.setdefault((bound["kata"], tuple(bound["tasks"])), []).append(report)
+    write = terminalreporter.write_line
+    n = len(by_task)
+    terminalreporter.write_sep(
+        "=",
+        f"{n} failing task{'s' if n > 1 else ''} (pytest -v: every test, with its traceback)",
+        red=True,
+    )
+    shown: dict[str, str] = {}  # a cause -> the task that told it
+    stubs = 0  # untouched stubs: the first told in full, the next in a line each
+    for (kata_id, tasks), reports in by_task.items():
+        label = f"{kata_id} › {', '.join(f'{t}()' for t in tasks) or _test_name(reports[0])}"
+        if all(dict(r.user_properties).get(STUB) for r in reports):
+            stubs += 1
+            if stubs > 1:
+                hint = f"xtc-katas hint {find(kata_id).number} {' '.join(tasks)}"
+                write(f"{said(reports[0]).splitlines()[0]}   (its hint: {hint})")
+                continue
+        causes: dict[str, list[pytest.TestReport]] = {}
+        for report in reports:
+            causes.setdefault(_cause(said(report)), []).append(report)
+        told = []
+        for number, (cause, same) in enumerate(causes.items()):
+            first = same[0]
+            if cause in shown:
+                write(f"{label}: {_test_name(first)} fails for the same cause as {shown[cause]}")
+                continue
+            shown[cause] = label
+            if number == 0:
+                terminalreporter.write_sep("_", f"{label}: {_test_name(first)}", red=True)
+            else:
+                write(f"and {_test_name(first)}, for another cause:")
+            told.append(said(first))
+            write(told[-1])
+            also = _also(first, same[1:])
+            if also:
+                write(f"  {also}")
+        if told and not any("next:" in text or "then run:" in text for text in told):
+            write(f"  next: {_next_step(kata_id, tasks)}")
+
+
+def _next_step(kata_id: str, tasks: tuple[str, ...]) -> str:
+    kata = find(kata_id)
+    stub = kata.stub_path().relative_to(ROOT)
+    only = f" -k {tasks[0]}" if len(tasks) == 1 else ""
+    return f"fix it in {stub}, then run: pytest katas/{kata.id}{only}"
+
+
+def _also(first: pytest.TestReport, others: list[pytest.TestReport]) -> str:
+    """ "also on tvm; 2 more tests of this task fail for the same cause"."""
+    backend = (_bound(first) or {}).get("backend", "")
+    backends = sorted({(_bound(r) or {}).get("backend", "") for r in others} - {"", backend})
+    tests = {_on_any_backend(r) for r in others} - {_on_any_backend(first)}
+    parts = [f"also on {', '.join(backends)}"] if backends else []
+    if tests:
+        n = len(tests)
+        parts.append(f"{n} more test{'s' if n > 1 else ''} of this task fail{'s' * (n == 1)}")
+        parts[-1] += " for the same cause"
+    elif parts:
+        parts[-1] += ", for the same cause"
+    return "; ".join(parts)
+
+
+def _on_any_backend(report: pytest.TestReport) -> tuple[str, str]:
+    """A test, its backend left out: (its function, its other parameters' ids)."""
+    name, _, ids = _test_name(report).partition("[")
+    backend = (_bound(report) or {}).get("backend", "")
+    return name, "-".join(part for part in ids.rstrip("]").split("-") if part != backend)
+
+
+def speed_lines(terminalreporter: Any) -> None:
+    """A learner's summary of a run's figures. A race (yours, the reference, the bar) in
+    one line, and a step that did not pay in one line where the verdict rests on it
+    (yours below the previous step's bar), with this run's figures; other figures (kata
+    03's % of peak, kata 12's race on a cost model) in one line each, under a header that
+    claims no speed."""
+    from xtc_katas.checks.speed_rule import ABOVE_PREVIOUS
+
+    races, others = [], []
+    for report in terminalreporter.stats.get("passed", []):
+        bound = _bound(report)
+        if getattr(report, "when", None) != "call" or not bound:
+            continue
+        given = report.nodeid.split("[")[-1].rstrip("]") if "[" in report.nodeid else ""
+        name = f"{', '.join(bound['tasks']) or _test_name(report)}" + (f" [{given}]" * bool(given))
+        for key, figures in report.user_properties:
+            if key != "perf":
+                continue
+            if not {"speedup", "reference_speedup", "bar"} <= figures.keys():
+                shown = {k: v for k, v in figures.items() if k not in ("step", "close")}
+                others.append(
+                    f"{name}: " + ", ".join(f"{k} {_fmt(k, v)}" for k, v in shown.items())
+                )
+                continue
+            over = figures.get("over") or _baseline(bound)
+            line = (
+                f"{name}: yours {figures['speedup']:.3g}x, reference "
+                f"{figures['reference_speedup']:.3g}x, bar {figures['bar']:.3g}x"
+                + ("" if over == "naive" else f" (x {over})")
+            )
+            previous = figures.get("previous_speedup")
+            if figures.get("step") and previous and figures["speedup"] < ABOVE_PREVIOUS * previous:
+                line += (
+                    f"\n    the step did not pay in this run (its reference "
+                    f"{figures['reference_speedup']:.3g}x, the previous step's {previous:.3g}x): "
+                    "the bar follows the reference"
+                )
+            races.append(line)
+    if races:
+        terminalreporter.write_sep(
+            "=", "speed in this run (x naive: yours, the reference, the bar)"
+        )
+        terminalreporter.write_line(f"measured on {machine.describe()}")
+    elif others:
+        terminalreporter.write_sep("=", "figures of this run")
+    for line in sorted(races) + sorted(others):
+        terminalreporter.write_line(line)
+
+
+def _baseline(bound: dict) -> str:
+    """What a race's speedups are over: the manifest's baseline of its task."""
+    task = find(bound["kata"]).task(bound["tasks"][0]) if bound["tasks"] else None
+    return "your schedule unfused" if task and task.baseline == "unfused" else "naive"
+
+
+def performance_section(terminalreporter: Any) -> None:
+    """Every figure every test recorded, with the calibration and peak lines: what
+    --solutions, CI and -v print."""
     lines = []
     for reports in terminalreporter.stats.values():
         for report in reports:

@@ -35,9 +35,11 @@ def copy_repository(destination: Path) -> Path:
 
 
 def learner_env(**extra: str) -> dict[str, str]:
-    """This process's environment minus the XTC_KATAS_* switches (e.g. --solutions' own):
-    what a learner's run in a copy of the repository sees. `extra` adds variables."""
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_")}, **extra}
+    """This process's environment minus the XTC_KATAS_* switches (e.g. --solutions' own)
+    and CI (which shows the instructor's lines, plugin/options.learner_view): what a
+    learner's run in a copy of the repository sees. `extra` adds variables."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("XTC_KATAS_") and k != "CI"}
+    return {**kept, **extra}
 
 
 def run_python(

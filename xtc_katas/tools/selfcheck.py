@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
             code = subprocess.run(run, cwd=copy).returncode
             if code != 0:
                 return code
-        _, status = run_python(copy, "-m", "xtc_katas", "status", "--no-run")
+        _, status = run_python(copy, "-m", "xtc_katas", "status")
         print(status)
         expected = f"{len(katas())} of {len(katas())} katas passing."
         if expected not in status:
