@@ -11,6 +11,7 @@ from xtc_katas.checks.schedule import fresh_scheduler
 from xtc_katas.kata.problems import Matmul
 from xtc_katas.measure import numerics
 from xtc_katas.measure.workdir import Workdir
+from xtc_katas.tools import lesson_blocks
 
 
 def blocks(kata: str) -> list[tuple[str, str]]:
@@ -49,3 +50,27 @@ def test_kata05s_specs_compile_compute_and_print_their_nest(backend, tmp_path):
             printed = sch.get_loop_nest().root_node.pretty_print()
             assert printed.strip() == listing.strip(), printed
         compiles_and_computes(impl, sch, problem, backend, tmp_path / str(number))
+
+
+# --- blocks generated from the code (xtc_katas/tools/lesson_blocks.py) -------------------
+
+
+def test_every_generated_block_is_what_the_code_generates_now():
+    # The rule's numbers (speed_rule.py) and the reference's loop nests: a stale block is
+    # named with its file and line.
+    stale = [where for path in lesson_blocks.texts() for where in lesson_blocks.stale(path)[1]]
+    assert not stale, (
+        "stale generated blocks (`python -m xtc_katas.tools.lesson_blocks` rewrites them):\n"
+        + "\n".join(stale)
+    )
+
+
+def test_a_changed_rule_names_the_file_that_quotes_it(monkeypatch):
+    from xtc_katas.checks import speed_rule
+
+    readme = ROOT / "README.md"
+    assert lesson_blocks.stale(readme)[1] == []
+    monkeypatch.setattr(speed_rule, "RULE", speed_rule.RULE.replace("0.7", "0.8"))
+    new, (where,) = lesson_blocks.stale(readme)
+    assert where.startswith("README.md:") and where.endswith(": rule")
+    assert speed_rule.RULE in new

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from xtc_katas import ROOT
+from xtc_katas.checks.speed_rule import ABOVE_PREVIOUS, CLEARS, HEADROOM, PAYS, RULE
 from xtc_katas.kata.manifest import katas
 
 KATAS = katas()
@@ -27,7 +28,7 @@ FIGURE = re.compile(
     rf"(?<![\w.–-])({RANGE})(×|x(?![\w])|%|\s(?:GFMA/s|GFLOP/s|ms|µs|us|ns)\b)(?!\d)"
 )
 #: The speed rule's constants (speed_rule.py) and "100% of peak" are not measurements.
-RULE_CONSTANTS = {"0.7", "1.15", "1.43", "1.64", "100"}
+RULE_CONSTANTS = {f"{HEADROOM:g}", f"{ABOVE_PREVIOUS:g}", f"{CLEARS:.2f}", f"{PAYS:.2f}", "100"}
 BACKENDS = re.compile(r"\b(MLIR|TVM|numpy)\b")
 SHAPE = re.compile(r"\d+\s?[×x]\s?\d+\s?[×x]\s?\d+|\d+³")
 
@@ -182,7 +183,8 @@ def test_a_table_that_does_not_say_where_it_was_measured_is_named(caption, missi
 
 
 def test_shapes_arithmetic_and_the_rules_constants_are_not_figures():
-    text = "A 4×16 tile, 2 × 4 = 8, a 4x32 tile; the bar is 0.7× the reference, 1.43× clear."
+    text = f"A 4×16 tile, 2 × 4 = 8, a 4x32 tile; the bar is {HEADROOM}× the reference, "
+    text += f"{CLEARS:.2f}× clear."
     assert figure_mistakes(text, RULE_CONSTANTS, ["Zen 3"], "L") == []
     assert [m.group(0) for m in FIGURE.finditer("38x naive, 24.0 GFMA/s, 0.2 ms, 4x16")] == [
         "38x",
@@ -205,15 +207,14 @@ def _words(text):
 
 def test_the_readme_the_lessons_and_the_code_state_one_bar_rule():
     # A learner read "cap 17, bar 18.3" while the README said the bar never exceeds the
-    # cap (issue 22): every text that states the rule quotes speed_rule.RULE.
-    from xtc_katas.checks import speed_rule
-
-    rule = _words(speed_rule.RULE)
-    assert rule in _words(speed_rule.__doc__)
+    # cap (issue 22): every text that states the rule quotes speed_rule.RULE (the README
+    # through a generated block: tests/test_lesson_code.py).
+    rule = _words(RULE)
     texts = [ROOT / "README.md", *sorted((ROOT / "katas").glob("*/README.md"))]
+    assert rule in _words(texts[0].read_text())
     for path in texts:
         text = _words(path.read_text())
-        if "1.15" in text:  # states the previous-step part of the rule
+        if f"{ABOVE_PREVIOUS:g}" in text:  # states the previous-step part of the rule
             assert rule in text, f"{path.relative_to(ROOT)}: quote speed_rule.RULE"
 
 
