@@ -342,3 +342,53 @@ def test_a_lesson_cap_that_differs_from_the_manifest_is_named_with_its_line():
     (mistake,) = lesson_cap_mistakes(kata, text)
     assert mistake.startswith("README.md:3: schedule_split's cap is quoted as '15 / 18'")
     assert "mlir = 15, tvm = 17" in mistake
+
+
+# --- one machine's story per lesson, in at most 1,650 words (issue 48) -------------------
+
+KATA_LESSONS = [k.folder() / "README.md" for k in KATAS]
+MOST_WORDS = 1650
+
+
+def machine_mistakes(text: str, names: list[str], where: str) -> list[str]:
+    """A lesson names one machine in its header (above its first section) and takes its
+    tables from it; another machine appears only in a paragraph naming both (a contrast)."""
+    header = text.split("\n## ", 1)[0]
+    named = [n for n in names if n in header]
+    if len(named) != 1:
+        return [f"{where}: its header names {named or 'no machine'}: name one of docs/cpus.md"]
+    (machine,) = named
+    mistakes = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        others = [n for n in names if n != machine and n in paragraph]
+        line = text.count("\n", 0, text.find(paragraph)) + 1
+        if others and machine not in paragraph:
+            mistakes.append(
+                f"{where}:{line}: {', '.join(others)} in a lesson told on {machine}: move it to "
+                "docs/calibration/, or name both where the contrast is the point"
+            )
+        if paragraph.lstrip().startswith("Table:") and machine not in paragraph.split("\n")[0]:
+            mistakes.append(f"{where}:{line}: a table not measured on {machine}")
+    return mistakes
+
+
+@pytest.mark.parametrize("path", KATA_LESSONS, ids=lambda p: p.parent.name)
+def test_a_lesson_tells_one_machines_story_in_at_most_1650_words(path):
+    text, where = path.read_text(), str(path.relative_to(ROOT))
+    mistakes = machine_mistakes(text, machines(), where)
+    words = len(text.split())
+    if words > MOST_WORDS:
+        mistakes.append(f"{where}: {words} words, more than {MOST_WORDS}: cut")
+    assert not mistakes, "\n".join(mistakes)
+
+
+def test_another_machine_without_its_contrast_is_named():
+    lesson = "# Kata\n\nThe reference machine: Zen 5.\n\n## The idea\n\nOn Zen 3 it spills.\n"
+    (mistake,) = machine_mistakes(lesson, ["Zen 3", "Zen 5"], "L")
+    assert mistake.startswith("L:7: Zen 3 in a lesson told on Zen 5")
+    assert (
+        machine_mistakes(
+            lesson.replace("On Zen 3", "On Zen 3, not Zen 5,"), ["Zen 3", "Zen 5"], "L"
+        )
+        == []
+    )

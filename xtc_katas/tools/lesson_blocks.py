@@ -88,7 +88,7 @@ def nest(kata_id: str, function: str, backend: str) -> str:
             text = scheduler.get_loop_nest().root_node.pretty_print()
     finally:
         cpu.cpu_info = native
-    return f"```\n{text.rstrip()}\n```\n"
+    return f"```text\n{text.rstrip()}\n```\n"
 
 
 GENERATORS: dict[str, Callable[..., str]] = {"rule": rule, "rule-quote": rule_quote, "nest": nest}
