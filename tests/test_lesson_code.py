@@ -152,3 +152,11 @@ def test_a_changed_rule_names_the_file_that_quotes_it(monkeypatch):
     new, (where,) = lesson_blocks.stale(readme)
     assert where.startswith("README.md:") and where.endswith(": rule")
     assert speed_rule.RULE in new
+
+
+def test_a_nest_that_no_longer_matches_the_reference_names_its_lesson(monkeypatch):
+    lesson = ROOT / "katas" / "10_gemm" / "README.md"
+    monkeypatch.setitem(lesson_blocks.GENERATORS, "nest", lambda *args: "```text\nloop i\n```\n")
+    _, stale = lesson_blocks.stale(lesson)
+    assert stale and stale[0].startswith("katas/10_gemm/README.md:")
+    assert stale[0].endswith("nest 10_gemm gemm_blocking tvm")
