@@ -154,9 +154,46 @@ def test_a_changed_rule_names_the_file_that_quotes_it(monkeypatch):
     assert speed_rule.RULE in new
 
 
-def test_a_nest_that_no_longer_matches_the_reference_names_its_lesson(monkeypatch):
+def test_a_nest_that_no_longer_matches_the_code_names_its_lesson(monkeypatch):
     lesson = ROOT / "katas" / "10_gemm" / "README.md"
-    monkeypatch.setitem(lesson_blocks.GENERATORS, "nest", lambda *args: "```text\nloop i\n```\n")
+    monkeypatch.setitem(lesson_blocks.GENERATORS, "start", lambda *args: "```text\nloop i\n```\n")
     _, stale = lesson_blocks.stale(lesson)
     assert stale and stale[0].startswith("katas/10_gemm/README.md:")
-    assert stale[0].endswith("nest 10_gemm gemm_blocking tvm")
+    assert stale[0].endswith("start 10_gemm gemm_blocking tvm")
+
+
+def normalized(nest: str) -> str:
+    return "\n".join(line.rstrip() for line in nest.strip().splitlines())
+
+
+def inline_nests() -> dict[str, str]:
+    """Every loop nest a lesson prints: a `text` block that starts with `loop`."""
+    return {
+        f"{path.relative_to(ROOT)}:{token.map[0] + 1}": normalized(token.content)
+        for path in LESSONS
+        for token in MarkdownIt().parse(path.read_text())
+        if token.type == "fence" and token.info.strip() == "text"
+        if token.content.startswith("loop")
+    }
+
+
+@pytest.mark.parametrize("lanes", [16, 8])
+def test_no_lesson_prints_the_nest_of_a_reference_solution(lanes):
+    # Issue 50: an answer is shown only after a pass (`xtc-katas solution N`). A lesson's
+    # nest is the one a task starts from, or the technique on another example.
+    answers = {
+        normalized(text): task for task, text in lesson_blocks.reference_nests(lanes).items()
+    }
+    shown = inline_nests()
+    assert len(shown) >= 6, shown
+    given = [f"{where}: {answers[nest]}" for where, nest in shown.items() if nest in answers]
+    assert not given, "these lessons print a reference's nest (show another):\n" + "\n".join(given)
+
+
+def test_a_reference_nest_in_a_lesson_is_found(monkeypatch):
+    nests = inline_nests()
+    assert "loop i\n  loop j\n    loop k\n      ..." in nests.values()
+    planted = {"04_scheduling schedule_vectorize mlir": "loop i\n  loop j\n    loop k\n      ...\n"}
+    monkeypatch.setattr(lesson_blocks, "reference_nests", lambda lanes: planted)
+    with pytest.raises(AssertionError, match="04_scheduling schedule_vectorize mlir"):
+        test_no_lesson_prints_the_nest_of_a_reference_solution(16)

@@ -7,10 +7,11 @@ A generated block sits between two comments, which a markdown viewer does not sh
     <!-- /generated -->
 
 `rule` is the bar rule with its numbers (xtc_katas/checks/speed_rule.py's RULE, PAYS,
-CLEARS), `rule-quote` the rule's sentence alone, and `nest KATA FUNCTION BACKEND` the loop
-nest of that task's reference solution, as `xtc-katas show N FUNCTION --nest --reference`
-prints it (xtc_katas/cli/show.py's `render`), built as on an AVX-512 machine (16 float32 lanes), the
-lessons' machines. tests/test_lesson_code.py fails on a stale block and names its file;
+CLEARS), `rule-quote` the rule's sentence alone, and `start KATA FUNCTION BACKEND` the loop
+nest that task starts from: its problem's, unscheduled, as `xtc-katas show --nest` prints
+it (never a reference's nest: issue 50 shows an answer only after a pass, and
+`reference_nests` gives what tests/test_lesson_code.py keeps out of every lesson).
+tests/test_lesson_code.py fails on a stale block and names its file;
 
     python -m xtc_katas.tools.lesson_blocks          # rewrites every stale block
     python -m xtc_katas.tools.lesson_blocks --check  # lists them, exit 1 if any
@@ -21,7 +22,8 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from xtc_katas import ROOT
@@ -29,7 +31,7 @@ from xtc_katas import ROOT
 BLOCK = re.compile(
     r"^<!-- generated: (?P<what>[^>]*?) -->\n(?P<body>.*?)^<!-- /generated -->$", re.M | re.S
 )
-#: The float32 lanes the nests are built for: the lessons' machines are AVX-512.
+#: The float32 lanes the reference nests are built for: the lessons' machines are AVX-512.
 LANES = 16
 
 
@@ -64,34 +66,72 @@ def rule_quote() -> str:
     return f"> {RULE}\n"
 
 
-def nest(kata_id: str, function: str, backend: str) -> str:
-    """The reference's loop nest of a task, fenced, built for LANES float32 lanes."""
+@contextmanager
+def lanes(n: int = LANES) -> Iterator[None]:
+    """xtc.utils.cpu.cpu_info() reports `n` float32 lanes inside (the strategies and the
+    solutions read the SIMD width there)."""
     import xtc.utils.cpu as cpu
-
-    from xtc_katas.checks.learner import Learner
-    from xtc_katas.checks.task_under_test import TaskUnderTest
-    from xtc_katas.kata.manifest import find
-    from xtc_katas.measure.backends import KataBackend
 
     native = cpu.cpu_info
 
     def cpu_info() -> dict:
-        return {**native(), "vsize": {"float32": LANES, "float64": LANES // 2}}
+        return {**native(), "vsize": {"float32": n, "float64": n // 2}}
 
     cpu.cpu_info = cpu_info
     try:
-        kata = find(kata_id)
-        entry = kata.task(function)
-        with Learner(kata, solution=True) as learner:
-            task = TaskUnderTest(kata, entry, learner, KataBackend(backend), None)
-            (_, scheduler), _ = task.schedules()
-            text = scheduler.get_loop_nest().root_node.pretty_print()
+        yield
     finally:
         cpu.cpu_info = native
+
+
+def start(kata_id: str, function: str, backend: str) -> str:
+    """The nest a task starts from, fenced: its problem's, before any schedule."""
+    from xtc_katas.checks.schedule import fresh_scheduler
+    from xtc_katas.kata.manifest import find
+    from xtc_katas.kata.problems import PROBLEMS
+    from xtc_katas.measure.backends import KataBackend
+
+    entry = find(kata_id).task(function)
+    _, scheduler = fresh_scheduler(KataBackend(backend), PROBLEMS[entry.problem])
+    text = scheduler.get_loop_nest().root_node.pretty_print()
     return f"```text\n{text.rstrip()}\n```\n"
 
 
-GENERATORS: dict[str, Callable[..., str]] = {"rule": rule, "rule-quote": rule_quote, "nest": nest}
+#: References that pick their nest by timing candidates on the machine (not under
+#: pytest-xdist): kata 08's challenge, whose lesson prints no nest.
+TUNED = {("08_large_matmul", "schedule_large")}
+
+
+def reference_nests(n: int = LANES) -> dict[str, str]:
+    """The loop nest of every reference solution's task that builds one, on each backend,
+    for `n` lanes, as `xtc-katas show N TASK --nest --reference` prints it: what a lesson's
+    inline nest must never be (an answer is shown only after a pass, issue 50)."""
+    from xtc_katas.checks.kinds import tasks_where
+    from xtc_katas.checks.learner import Learner
+    from xtc_katas.checks.schedule import fresh_scheduler
+    from xtc_katas.checks.task_under_test import TaskUnderTest
+    from xtc_katas.kata.manifest import katas
+    from xtc_katas.measure.backends import BACKENDS, KataBackend
+
+    nests = {}
+    with lanes(n):
+        for kata in katas():
+            for entry in tasks_where(kata, "probe"):
+                if (kata.id, entry.function) in TUNED:
+                    continue
+                for backend in BACKENDS:
+                    with Learner(kata, solution=True) as learner:
+                        task = TaskUnderTest(kata, entry, learner, KataBackend(backend), None)
+                        (_, scheduler), _ = task.schedules()
+                        text = scheduler.get_loop_nest().root_node.pretty_print()
+                        _, naive = fresh_scheduler(KataBackend(backend), task.problem)
+                    if text != naive.get_loop_nest().root_node.pretty_print():
+                        # a reference that schedules nothing (a baseline) gives nothing away
+                        nests[f"{kata.id} {entry.function} {backend}"] = text
+    return nests
+
+
+GENERATORS: dict[str, Callable[..., str]] = {"rule": rule, "rule-quote": rule_quote, "start": start}
 
 
 def generate(what: str) -> str:
