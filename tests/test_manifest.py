@@ -397,13 +397,15 @@ def _arguments(call: ast.Call) -> set[str]:
 
 
 CALL = re.compile(r"([A-Za-z_][\w.]*)\(((?:[^()]|\([^()]*\))*)\)")
+CHAIN = re.compile(r"(\w+)\([^()]*\)\.(\w+)\(")
 
 
 def handed_over(text: str, source: str) -> list[str]:
     """What of the solution `source` a hint or a stub's docstring writes out: a call of a
     function the solution calls with the solution's own arguments (a keyword's value, a
-    container or a formula, or two values; a name or ... is a placeholder), one of its
-    formulas, or one of its loop orders in full."""
+    container or a formula, or two values; a name or ... is a placeholder), a chain of two
+    of its calls, a keyword with its number in one sentence, one of its formulas, or one of
+    its loop orders in full."""
     calls, formulas, orders = answers(source)
     found = []
     for call in CALL.finditer(text):
@@ -415,6 +417,14 @@ def handed_over(text: str, source: str) -> list[str]:
         same = _arguments(node) & calls.get(name, set())
         if any(v.startswith("!") for v in same) or len(same) >= 2:
             found.append(f"the call {call.group(0)!r}")
+    for chain in CHAIN.finditer(text):  # module.get_evaluator().evaluate(): no argument
+        if all(name in calls for name in chain.group(1, 2)):
+            found.append(f"the call chain {chain.group(0)!r}")
+    words = CALL.sub("", text)  # a call is judged above, by its function's arguments
+    for value in {v for vs in calls.values() for v in vs if v.startswith("!")}:
+        keyword, _, number = value[1:].partition("=")  # max_unroll ... (64 gives plenty)
+        if number.isdigit() and re.search(rf"\b{keyword}\b[^.;]{{0,60}}\b{number}\b", words):
+            found.append(f"the keyword {keyword}={number} in words")
     squeezed = _squeezed(text)
     found += [f"the formula {f!r}" for f in sorted(formulas) if f in squeezed]
     for order in orders:
@@ -437,6 +447,14 @@ def test_a_hint_that_writes_out_the_solution_is_named():
     assert handed_over("the loops i, j, k, k1 in that order", source) == [
         "the loop order i, j, k, k1"
     ]
+    source = "t = m.get_evaluator().evaluate()\ns = Strategy(graph, max_unroll=64, threads=1)\n"
+    assert handed_over("m.get_evaluator().evaluate() returns times", source) == [
+        "the call chain 'get_evaluator().evaluate('"
+    ]
+    assert handed_over("a small max_unroll leaves few samples (64 is plenty)", source) == [
+        "the keyword max_unroll=64 in words"
+    ]
+    assert handed_over("how large must max_unroll be? Which keyword sets threads?", source) == []
 
 
 def _docstrings(path) -> str:
