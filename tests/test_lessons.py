@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from xtc_katas import ROOT
+from xtc_katas.checks.speed_rule import ABOVE_PREVIOUS, CLEARS, HEADROOM, PAYS, RULE
 from xtc_katas.kata.manifest import katas
 
 KATAS = katas()
@@ -27,7 +28,7 @@ FIGURE = re.compile(
     rf"(?<![\w.–-])({RANGE})(×|x(?![\w])|%|\s(?:GFMA/s|GFLOP/s|ms|µs|us|ns)\b)(?!\d)"
 )
 #: The speed rule's constants (speed_rule.py) and "100% of peak" are not measurements.
-RULE_CONSTANTS = {"0.7", "1.15", "1.43", "1.64", "100"}
+RULE_CONSTANTS = {f"{HEADROOM:g}", f"{ABOVE_PREVIOUS:g}", f"{CLEARS:.2f}", f"{PAYS:.2f}", "100"}
 BACKENDS = re.compile(r"\b(MLIR|TVM|numpy)\b")
 SHAPE = re.compile(r"\d+\s?[×x]\s?\d+\s?[×x]\s?\d+|\d+³")
 
@@ -182,7 +183,8 @@ def test_a_table_that_does_not_say_where_it_was_measured_is_named(caption, missi
 
 
 def test_shapes_arithmetic_and_the_rules_constants_are_not_figures():
-    text = "A 4×16 tile, 2 × 4 = 8, a 4x32 tile; the bar is 0.7× the reference, 1.43× clear."
+    text = f"A 4×16 tile, 2 × 4 = 8, a 4x32 tile; the bar is {HEADROOM}× the reference, "
+    text += f"{CLEARS:.2f}× clear."
     assert figure_mistakes(text, RULE_CONSTANTS, ["Zen 3"], "L") == []
     assert [m.group(0) for m in FIGURE.finditer("38x naive, 24.0 GFMA/s, 0.2 ms, 4x16")] == [
         "38x",
@@ -205,15 +207,14 @@ def _words(text):
 
 def test_the_readme_the_lessons_and_the_code_state_one_bar_rule():
     # A learner read "cap 17, bar 18.3" while the README said the bar never exceeds the
-    # cap (issue 22): every text that states the rule quotes speed_rule.RULE.
-    from xtc_katas.checks import speed_rule
-
-    rule = _words(speed_rule.RULE)
-    assert rule in _words(speed_rule.__doc__)
+    # cap (issue 22): every text that states the rule quotes speed_rule.RULE (the README
+    # through a generated block: tests/test_lesson_code.py).
+    rule = _words(RULE)
     texts = [ROOT / "README.md", *sorted((ROOT / "katas").glob("*/README.md"))]
+    assert rule in _words(texts[0].read_text())
     for path in texts:
         text = _words(path.read_text())
-        if "1.15" in text:  # states the previous-step part of the rule
+        if f"{ABOVE_PREVIOUS:g}" in text:  # states the previous-step part of the rule
             assert rule in text, f"{path.relative_to(ROOT)}: quote speed_rule.RULE"
 
 
@@ -341,3 +342,53 @@ def test_a_lesson_cap_that_differs_from_the_manifest_is_named_with_its_line():
     (mistake,) = lesson_cap_mistakes(kata, text)
     assert mistake.startswith("README.md:3: schedule_split's cap is quoted as '15 / 18'")
     assert "mlir = 15, tvm = 17" in mistake
+
+
+# --- one machine's story per lesson, in at most 1,650 words (issue 48) -------------------
+
+KATA_LESSONS = [k.folder() / "README.md" for k in KATAS]
+MOST_WORDS = 1650
+
+
+def machine_mistakes(text: str, names: list[str], where: str) -> list[str]:
+    """A lesson names one machine in its header (above its first section) and takes its
+    tables from it; another machine appears only in a paragraph naming both (a contrast)."""
+    header = text.split("\n## ", 1)[0]
+    named = [n for n in names if n in header]
+    if len(named) != 1:
+        return [f"{where}: its header names {named or 'no machine'}: name one of docs/cpus.md"]
+    (machine,) = named
+    mistakes = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        others = [n for n in names if n != machine and n in paragraph]
+        line = text.count("\n", 0, text.find(paragraph)) + 1
+        if others and machine not in paragraph:
+            mistakes.append(
+                f"{where}:{line}: {', '.join(others)} in a lesson told on {machine}: move it to "
+                "docs/calibration/, or name both where the contrast is the point"
+            )
+        if paragraph.lstrip().startswith("Table:") and machine not in paragraph.split("\n")[0]:
+            mistakes.append(f"{where}:{line}: a table not measured on {machine}")
+    return mistakes
+
+
+@pytest.mark.parametrize("path", KATA_LESSONS, ids=lambda p: p.parent.name)
+def test_a_lesson_tells_one_machines_story_in_at_most_1650_words(path):
+    text, where = path.read_text(), str(path.relative_to(ROOT))
+    mistakes = machine_mistakes(text, machines(), where)
+    words = len(text.split())
+    if words > MOST_WORDS:
+        mistakes.append(f"{where}: {words} words, more than {MOST_WORDS}: cut")
+    assert not mistakes, "\n".join(mistakes)
+
+
+def test_another_machine_without_its_contrast_is_named():
+    lesson = "# Kata\n\nThe reference machine: Zen 5.\n\n## The idea\n\nOn Zen 3 it spills.\n"
+    (mistake,) = machine_mistakes(lesson, ["Zen 3", "Zen 5"], "L")
+    assert mistake.startswith("L:7: Zen 3 in a lesson told on Zen 5")
+    assert (
+        machine_mistakes(
+            lesson.replace("On Zen 3", "On Zen 3, not Zen 5,"), ["Zen 3", "Zen 5"], "L"
+        )
+        == []
+    )

@@ -2,6 +2,7 @@
 
 import ast
 import inspect
+import re
 
 import pytest
 
@@ -323,3 +324,159 @@ def test_a_test_that_asserts_the_manifests_shape_has_one_to_assert(kata):
             f"{line_of(kata, function)}: a test calls task.assert_shape() for {function}, "
             "which names no shape checks: add shape = [...] to its task"
         )
+
+
+# --- hints and stubs ask, never hand over the answer (issue 48) ---------------------------
+
+
+class _Plain(ast.NodeTransformer):
+    """d["r"] -> r, self.x -> x, 100.0 -> 100: a formula as a hint would write it."""
+
+    def visit_Subscript(self, node):
+        if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            return ast.Name(node.slice.value)
+        return self.generic_visit(node)
+
+    def visit_Attribute(self, node):
+        return ast.Name(node.attr)
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, float) and node.value.is_integer():
+            return ast.Constant(int(node.value))
+        return node
+
+
+def _operators(node) -> int:
+    return sum(isinstance(n, ast.BinOp) for n in ast.walk(node))
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.replace("'", '"').split()).lower()
+
+
+def _strong(value) -> bool:
+    return isinstance(value, ast.List | ast.Tuple | ast.Dict | ast.Set | ast.BinOp)
+
+
+def answers(source: str) -> tuple[dict[str, set[str]], set[str], list[list[str]]]:
+    """What a solution's code hands over: for each function it calls, its arguments that
+    are not a plain name ("name=value" for a keyword; "!" marks a container or a formula);
+    its formulas (two operators or more); its loop orders (the loops an interchange lists,
+    the keys of a spec's dict, three or more)."""
+    tree = ast.parse(source)
+    calls: dict[str, set[str]] = {}
+    formulas, orders = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = (
+                node.func.attr if isinstance(node.func, ast.Attribute) else ast.unparse(node.func)
+            )
+            calls.setdefault(name, set()).update(_arguments(node))
+            order = node.args[0] if name == "interchange" and node.args else None
+            if isinstance(order, ast.List) and len(order.elts) >= 3:
+                orders.append([ast.literal_eval(e) for e in order.elts])
+        elif isinstance(node, ast.BinOp) and _operators(node) >= 2:
+            formulas.add(_squeezed(ast.unparse(_Plain().visit(ast.parse(ast.unparse(node))))))
+        elif isinstance(node, ast.Dict) and len(node.keys) >= 3:
+            keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+            if len(keys) == len(node.keys) and all(isinstance(v, ast.Dict) for v in node.values):
+                orders.append(keys)
+    return calls, formulas, orders
+
+
+def _arguments(call: ast.Call) -> set[str]:
+    """A call's arguments that are values, not placeholders (a name, `...`)."""
+    found = set()
+    for value in call.args:
+        if not isinstance(value, ast.Name) and ast.unparse(value) != "...":
+            found.add(("!" if _strong(value) else "") + _squeezed(ast.unparse(value)))
+    for keyword in call.keywords:
+        if not isinstance(keyword.value, ast.Name) and ast.unparse(keyword.value) != "...":
+            found.add(f"!{keyword.arg}={_squeezed(ast.unparse(keyword.value))}")
+    return found
+
+
+CALL = re.compile(r"([A-Za-z_][\w.]*)\(((?:[^()]|\([^()]*\))*)\)")
+CHAIN = re.compile(r"(\w+)\([^()]*\)\.(\w+)\(")
+
+
+def handed_over(text: str, source: str) -> list[str]:
+    """What of the solution `source` a hint or a stub's docstring writes out: a call of a
+    function the solution calls with the solution's own arguments (a keyword's value, a
+    container or a formula, or two values; a name or ... is a placeholder), a chain of two
+    of its calls, a keyword with its number in one sentence, one of its formulas, or one of
+    its loop orders in full."""
+    calls, formulas, orders = answers(source)
+    found = []
+    for call in CALL.finditer(text):
+        name = call.group(1).rsplit(".", 1)[-1]
+        try:
+            node = ast.parse(call.group(0), mode="eval").body
+        except SyntaxError:
+            continue
+        same = _arguments(node) & calls.get(name, set())
+        if any(v.startswith("!") for v in same) or len(same) >= 2:
+            found.append(f"the call {call.group(0)!r}")
+    for chain in CHAIN.finditer(text):  # module.get_evaluator().evaluate(): no argument
+        if all(name in calls for name in chain.group(1, 2)):
+            found.append(f"the call chain {chain.group(0)!r}")
+    words = CALL.sub("", text)  # a call is judged above, by its function's arguments
+    for value in {v for vs in calls.values() for v in vs if v.startswith("!")}:
+        keyword, _, number = value[1:].partition("=")  # max_unroll ... (64 gives plenty)
+        if number.isdigit() and re.search(rf"\b{keyword}\b[^.;]{{0,60}}\b{number}\b", words):
+            found.append(f"the keyword {keyword}={number} in words")
+    squeezed = _squeezed(text)
+    found += [f"the formula {f!r}" for f in sorted(formulas) if f in squeezed]
+    for order in orders:
+        pattern = r"\W{1,6}".join(rf"\b{re.escape(n)}\b" for n in order)
+        if re.search(pattern, text):
+            found.append(f"the loop order {', '.join(order)}")
+    return found
+
+
+def test_a_hint_that_writes_out_the_solution_is_named():
+    source = (
+        'pad = (d["r"] - 1) // 2\nsch.unroll({"k1": 4})\nsch.interchange(["i", "j", "k", "k1"])\n'
+    )
+    assert handed_over("How many rows does a 3x3 filter need around the image?", source) == []
+    assert handed_over("unroll takes a dict: {loop: factor}", source) == []
+    assert handed_over("pad = (r - 1) // 2 rows", source) == ["the formula '(r-1)//2'"]
+    assert handed_over('then sch.unroll({"k1": 4})', source) == [
+        """the call 'sch.unroll({"k1": 4})'"""
+    ]
+    assert handed_over("the loops i, j, k, k1 in that order", source) == [
+        "the loop order i, j, k, k1"
+    ]
+    source = "t = m.get_evaluator().evaluate()\ns = Strategy(graph, max_unroll=64, threads=1)\n"
+    assert handed_over("m.get_evaluator().evaluate() returns times", source) == [
+        "the call chain 'get_evaluator().evaluate('"
+    ]
+    assert handed_over("a small max_unroll leaves few samples (64 is plenty)", source) == [
+        "the keyword max_unroll=64 in words"
+    ]
+    assert handed_over("how large must max_unroll be? Which keyword sets threads?", source) == []
+
+
+def _docstrings(path) -> str:
+    tree = ast.parse(path.read_text())
+    nodes = [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))]
+    return "\n".join(ast.get_docstring(n) or "" for n in nodes)
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_hints_and_stubs_ask_rather_than_hand_over_the_solution(kata):
+    # Kata 11's hints gave `pad = (r - 1) // 2` and the O.pad2d call, kata 10's every
+    # loop in order: a hint asks the question that leads there, or names the concept and
+    # the lesson's section; `xtc-katas solution N` is where answers live.
+    source = kata.solution_path().read_text()
+    mistakes = [
+        f"{line_of(kata, task.function, 'hints')}: a hint of {task.function} writes out {what}"
+        for task in kata.tasks
+        for hint in task.hints
+        for what in handed_over(hint, source)
+    ]
+    mistakes += [
+        f"{kata.stub_path().relative_to(ROOT)}: a docstring writes out {what}"
+        for what in handed_over(_docstrings(kata.stub_path()), source)
+    ]
+    assert not mistakes, "\n".join(mistakes)

@@ -34,7 +34,7 @@ module = "demo"
 
   [[kata.task]]
   function = "schedule_demo"
-  hints = ["sch.interchange([\\"i\\", \\"k\\", \\"j\\"]): j innermost."]
+  hints = ["Which loop order puts j innermost?"]
   kind = "schedule"
   shape = ["stride_one"]
   cap = { mlir = 1.2, tvm = 18 }

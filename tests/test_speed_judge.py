@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xtc_katas.checks import speed_judge
-from xtc_katas.checks.speed_rule import SpeedBelowBar, Speedups, step_pays
+from xtc_katas.checks.speed_rule import HEADROOM, SpeedBelowBar, Speedups, step_pays
 from xtc_katas.checks.task_under_test import TaskUnderTest, reference_learner
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import TUTORIAL
@@ -56,7 +56,7 @@ def check(monkeypatch, learner_readings):
 
 
 def test_a_near_miss_is_raced_again_and_passes_when_one_race_clears_the_bar(monkeypatch):
-    # bar: min(cap 38, 0.7 x 50 = 35) = 35. A copy of the reference read 0.6x of it once.
+    # bar: min(cap 38, HEADROOM x 50 = 35) = 35. A copy of the reference read 0.6x of it once.
     task, timed, recorded = check(monkeypatch, [21.0, 40.0, 99.0])
     task.assert_speed()
     assert len(timed) == 2 and recorded["races"] == 2 and recorded["speedup"] == 40.0
@@ -599,12 +599,12 @@ def test_numpy_is_a_kernel_of_the_race_on_the_tasks_threads(monkeypatch):
 
 def test_the_learner_is_read_against_the_reference_round_by_round_against_numpy(monkeypatch):
     # The reference at 0.6x numpy, the learner at 0.875 of the reference's speed: 0.525x,
-    # above the bar of 0.7 x 0.6 = 0.42x (below the cap, so the reference sets it).
+    # above the bar of HEADROOM x 0.6 (below the cap, so the reference sets it).
     bar, recorded, _ = against_numpy(monkeypatch, NUMPY_S / 0.525, NUMPY_S / 0.6)
-    assert 0.42 < find(8).cap("schedule_large", "tvm")
+    assert HEADROOM * 0.6 < 0.525 and HEADROOM * 0.6 < find(8).cap("schedule_large", "tvm")
     assert recorded["reference_speedup"] == pytest.approx(0.6)
     assert recorded["speedup"] == pytest.approx(0.525)
-    assert bar.value == pytest.approx(0.42)
+    assert bar.value == pytest.approx(HEADROOM * 0.6)
     assert recorded["tier"] == "bronze"
 
 
@@ -653,8 +653,8 @@ def test_a_step_that_did_not_pay_is_said_of_this_run_unless_several_races_agree(
 def test_a_verdict_within_ten_percent_of_its_bar_says_a_re_run_may_flip_it(
     monkeypatch, learner, close
 ):
-    task, _, recorded = check(monkeypatch, [learner] * 3)  # the bar: 0.7 x 50 = 35
-    if learner < 35:
+    task, _, recorded = check(monkeypatch, [learner] * 3)  # the bar: HEADROOM x 50
+    if learner < HEADROOM * 50:
         with pytest.raises(SpeedBelowBar) as failure:
             task.assert_speed()
         assert ("close to the bar" in str(failure.value)) is close

@@ -5,7 +5,7 @@ i, j, k, node "C") and applies your schedule for `threads` threads: imperative
 primitives (kata 04), a descript spec (kata 05):
 
     from xtc.schedules.descript import descript_scheduler
-    descript_scheduler(scheduler=sch, node_name="C", abstract_dims=["i", "j", "k"], spec=...)
+    descript_scheduler(scheduler=sch, node_name=..., abstract_dims=..., spec=...)
 
 or a strategy's `generate(sch, sample)` with a sample you chose (kata 07). A spec's
 loops, outermost first, each take annotations: {"unroll": True}, {"vectorize": True},

@@ -5,7 +5,7 @@ Each task is judged three ways: the kernel computes relu(A @ B) (signed and edge
 so that the relu has negatives to clip); its loop nest is one nest, with the relu fused
 at a loop outside the reduction and a register tile inside; and, timed side by side in
 one run, it is not much slower than the same schedule unfused (xtc_katas/checks/
-speed_rule.py: 0.7 of the reference's own fused/unfused ratio, capped by the manifest).
+speed_rule.py: HEADROOM x the reference's own fused/unfused ratio, capped by the manifest).
 """
 
 import pytest

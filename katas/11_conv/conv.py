@@ -20,8 +20,9 @@ from typing import Any
 
 def conv_layer_graph(name: str, dtype: str = "float32") -> Any:
     """The catalogue's conv2d layer `name` as an XTC graph: the unpadded input image and
-    the weights as its inputs, a pad node for "same" padding ((r - 1) // 2) when that is
-    more than 0 (a pad of 0 is no node at all), then the conv2d, with its stride as a pair.
+    the weights as its inputs, a pad node for "same" padding (the lesson's "The layer,
+    from XTC's catalogue") when that is more than 0 (a pad of 0 is no node at all), then
+    the conv2d, with its stride as a pair.
 
     h and w in the catalogue are the OUTPUT's size: the image is larger."""
     raise NotImplementedError

@@ -10,15 +10,13 @@ task's, the previous task's reference. All figures are speedups over the baselin
     fast enough:         min(cap, HEADROOM x reference)
     past the previous:   max(that, min(ABOVE_PREVIOUS x previous, HEADROOM x reference))
 
-The reference, run now on this machine, clears it by 1/HEADROOM = 1.43x whatever its
+The reference, run now on this machine, clears it by 1/HEADROOM (CLEARS) whatever its
 speed here; the cap keeps a fast machine from asking more than the task teaches; the
 previous step's reference keeps a schedule that skipped the task's technique from passing
 wherever speed can tell the two apart, and the loop-nest shape check where it cannot
-(docs/judging.md#the-speed-rule). In words, as the README and the lessons say it (RULE,
-tests/test_lessons.py checks):
-The bar is 0.7 × the reference's figure in the same run, at most the task's cap; where
-the task races the previous step's reference too, it is raised to at least 1.15 × that
-step's figure, even above the cap, but never above 0.7 × the reference.
+(docs/judging.md#the-speed-rule). In words: RULE, which the README and docs/judging.md
+quote through a block generated from these constants (xtc_katas/tools/lesson_blocks.py;
+tests/test_lesson_code.py names a stale one). Nothing else states these numbers.
 """
 
 from __future__ import annotations
@@ -27,22 +25,26 @@ from dataclasses import dataclass
 
 from xtc_katas.kata.failures import KataFailure
 
-#: The rule in one sentence: the README and every lesson that states the rule quote it.
-RULE = (
-    "The bar is 0.7 × the reference's figure in the same run, at most the task's cap; "
-    "where the task races the previous step's reference too, it is raised to at least "
-    "1.15 × that step's figure, even above the cap, but never above 0.7 × the reference."
-)
-
 #: The bar is at most this fraction of the reference's speedup in the same run. A correct
 #: solution, timed like the reference, reads within a few % of it (learner = reference,
-#: two compiles, side by side: 0.98-1.02); 1/0.7 = 1.43x leaves room for the noise the
+#: two compiles, side by side: 0.98-1.02); 1/HEADROOM leaves room for the noise the
 #: flake checks measure (flakecheck.py requires a margin of 1.3 in every run).
 HEADROOM = 0.7
+#: How far a solution as fast as the reference clears the bar, at least (more where the
+#: cap sets the bar).
+CLEARS = 1 / HEADROOM
 #: Where the previous task's reference is timed too, the bar is at least this much above
 #: it: the same schedule timed twice reads within ~5%, so 1.15x tells a new technique
 #: from an old one.
 ABOVE_PREVIOUS = 1.15
+
+#: The rule in one sentence: the README and docs/judging.md quote it (generated blocks).
+RULE = (
+    f"The bar is {HEADROOM:g} × the reference's figure in the same run, at most the task's "
+    "cap; where the task races the previous step's reference too, it is raised to at least "
+    f"{ABOVE_PREVIOUS:g} × that step's figure, even above the cap, but never above "
+    f"{HEADROOM:g} × the reference."
+)
 
 
 @dataclass(frozen=True)
