@@ -33,9 +33,12 @@ from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
 
 VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
-FMA = re.compile(r"\bv?fn?m(add|sub)\w*p[sd]\b")  # packed: ps, pd
-SCALAR_FMA = re.compile(r"\bv?fn?m(add|sub)\w*s[sd]\b")  # one element: ss, sd
-VECTOR_REGISTER = re.compile(r"%?\b([xyz]mm)\d+\b")
+#: What an FMA and a vector register look like in this machine's assembly (machine.py).
+ASSEMBLY = machine.ASSEMBLY.get(machine.arch(), machine.ASSEMBLY["x86_64"])
+FMA = re.compile(ASSEMBLY["fma"])
+SCALAR_FMA = re.compile(ASSEMBLY["scalar"])
+VECTOR_REGISTER = re.compile(ASSEMBLY["register"])
+EXAMPLE = ASSEMBLY["scalar_example"]
 
 
 def render(impl: Any, scheduler: Any, view: str, workdir: Workdir) -> str:
@@ -84,7 +87,7 @@ def mark_fmas(listing: str) -> str:
     for line in listing.splitlines():
         registers = VECTOR_REGISTER.findall(line)
         if FMA.search(line) and registers:
-            width = max(registers)  # zmm > ymm > xmm
+            width = max(registers)  # the widest register names the width
             counts[width] = counts.get(width, 0) + 1
             line = f"{line}    <== vector FMA ({width})"
         lines.append(line)
@@ -92,7 +95,7 @@ def mark_fmas(listing: str) -> str:
     scalar = sum(bool(SCALAR_FMA.search(line)) for line in lines)
     lines.append(
         f"\n{sum(counts.values())} vector FMA instructions in this listing: {shown or '-'}"
-        + (f"; {scalar} scalar FMAs (one float each: vfmadd...ss)" if scalar else "")
+        + (f"; {scalar} scalar FMAs (one float each: {EXAMPLE})" if scalar else "")
     )
     return "\n".join(lines)
 
