@@ -3,6 +3,7 @@
 import pytest
 
 from xtc_katas.measure import machine
+from xtc_katas.measure import machine_description as md
 
 
 def test_the_description_names_the_cpu_its_simd_and_its_cores():
@@ -274,24 +275,24 @@ def aarch64(monkeypatch):
     import platform
 
     monkeypatch.setattr(platform, "machine", lambda: "aarch64")
-    monkeypatch.delenv(machine.ISA_ENV, raising=False)
+    monkeypatch.delenv(md.ISA_ENV, raising=False)
 
 
 def test_an_arm_machine_is_neon_32_registers_of_4_lanes(aarch64):
     from xtc_katas.measure import machine_peak
 
-    assert machine.family() == [machine.NEON]
-    assert machine.vectors().described == "NEON: 32 registers of 4 float32 lanes"
-    assert machine.native_cc_flags() == ["-mcpu=native"]
+    assert md.family() == [md.NEON]
+    assert md.vectors().described == "NEON: 32 registers of 4 float32 lanes"
+    assert md.native_cc_flags() == ["-mcpu=native"]
     # 4 FMA pipes (an Apple P-core, Neoverse V1) x 4 cycles, twice over, in 32 registers
-    assert machine_peak.chains(machine.NEON) == 28
+    assert machine_peak.chains(md.NEON) == 28
 
 
 def test_the_probe_keeps_its_x86_chains():
     # The readings kept for a CPU are keyed by the chains: x86's may not change.
     from xtc_katas.measure import machine_peak
 
-    assert {bits: machine_peak.chains(v) for _, v in machine.X86 for bits in [v.bits]} == {
+    assert {bits: machine_peak.chains(v) for _, v in md.X86 for bits in [v.bits]} == {
         512: 16,
         256: 12,
         128: 12,
@@ -303,13 +304,13 @@ def test_neon_is_read_from_the_auxiliary_vector_where_cpuinfo_says_nothing(monke
     import xtc.utils.cpu as cpu
 
     qemu = {"arch_string_raw": "aarch64", "flags": ["fpu", "sse2"], "hz_advertised": [2e9]}
-    monkeypatch.setattr(machine, "hwcap", lambda: machine.HWCAP_ASIMD)
-    monkeypatch.setattr(cpu, "get_cpu_info", lambda: machine.arm_flags(qemu))
+    monkeypatch.setattr(md, "hwcap", lambda: md.HWCAP_ASIMD)
+    monkeypatch.setattr(cpu, "get_cpu_info", lambda: md.arm_flags(qemu))
     assert cpu.cpu_info()["vsize"]["float32"] == 4
-    monkeypatch.setattr(machine, "hwcap", lambda: 0)
+    monkeypatch.setattr(md, "hwcap", lambda: 0)
     assert cpu.cpu_info()["vsize"]["float32"] == 1  # a kernel that says no NEON is believed
     x86 = {"arch_string_raw": "x86_64", "flags": ["avx2"]}
-    assert machine.arm_flags(x86) is x86
+    assert md.arm_flags(x86) is x86
 
 
 #: `sysctl hw machdep.cpu` as an Apple M1 prints it, in part (typed from Apple's names for
@@ -333,19 +334,19 @@ machdep.cpu.brand_string: Apple M1
 
 
 def test_macos_is_read_from_sysctl(monkeypatch):
-    values = machine.parse_sysctl(SYSCTL_M1)
-    assert machine.darwin_caches(values) == [("L1d", "128 KiB"), ("L2", "12 MiB")]
-    monkeypatch.setattr(machine, "darwin", lambda: values)
+    values = md.parse_sysctl(SYSCTL_M1)
+    assert md.darwin_caches(values) == [("L1d", "128 KiB"), ("L2", "12 MiB")]
+    monkeypatch.setattr(md, "darwin", lambda: values)
     assert machine.brand({}) == "Apple M1"
     assert machine.cpu_key({}) == "Apple M1"
-    intel_mac = machine.parse_sysctl("hw.l1dcachesize: 32768\nhw.l2cachesize: 262144\n")
-    assert machine.darwin_caches(intel_mac) == [("L1d", "32 KiB"), ("L2", "256 KiB")]
+    intel_mac = md.parse_sysctl("hw.l1dcachesize: 32768\nhw.l2cachesize: 262144\n")
+    assert md.darwin_caches(intel_mac) == [("L1d", "32 KiB"), ("L2", "256 KiB")]
 
 
 def test_an_arm_listing_has_its_fmas_found():
     import re
 
-    neon = machine.ASSEMBLY["aarch64"]
+    neon = md.ASSEMBLY["aarch64"]
     line = "  4005c8:\t4e22cc20 \tfmla\tv0.4s, v1.4s, v2.4s"
     assert re.search(neon["fma"], line) and re.findall(neon["register"], line)[0] == ".4s"
     assert re.search(neon["scalar"], "fmadd\ts0, s1, s2, s0")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
-from xtc_katas.measure import machine as machine_description
+from xtc_katas.measure import machine_description
 
 if TYPE_CHECKING:
     from xtc_katas.kata.problems import Problem

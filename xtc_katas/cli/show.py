@@ -28,13 +28,15 @@ from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.cli.search_view import scratch
 from xtc_katas.kata.failures import not_implemented
 from xtc_katas.kata.manifest import Kata, find
-from xtc_katas.measure import machine
+from xtc_katas.measure import machine, machine_description
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
 
 VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
-#: What an FMA and a vector register look like in this machine's assembly (machine.py).
-ASSEMBLY = machine.ASSEMBLY.get(machine.arch(), machine.ASSEMBLY["x86_64"])
+#: What an FMA and a vector register look like in this machine's assembly (machine_description.py).
+ASSEMBLY = machine_description.ASSEMBLY.get(
+    machine_description.arch(), machine_description.ASSEMBLY["x86_64"]
+)
 FMA = re.compile(ASSEMBLY["fma"])
 SCALAR_FMA = re.compile(ASSEMBLY["scalar"])
 VECTOR_REGISTER = re.compile(ASSEMBLY["register"])

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from xtc_katas.measure import machine, module_cache
+from xtc_katas.measure import machine, machine_description, module_cache
 
 #: Vector width (bits) -> (C guard, vector type, intrinsics' prefix, float32 lanes). The
 #: 128-bit chains are GCC's and clang's vector extension: SSE on x86, NEON's fmla on ARM.
@@ -35,14 +35,16 @@ VECTORS = {
 LATENCY = 4  # cycles of a vector FMA, on every core the lessons name
 
 
-def chains(simd: machine.Vectors) -> int:
+def chains(simd: machine_description.Vectors) -> int:
     """Independent chains: twice the FMAs that fill every FMA pipe over its latency, within
     the registers (2 hold a and b, 2 spare). AVX-512 16, AVX2 and SSE 12, NEON 28."""
     return min(2 * simd.fma_units * LATENCY, simd.registers - 4)
 
 
 #: Independent chains per width, for this machine's ISA family.
-FAMILY = machine.ISAS.get(machine.arch(), machine.ISAS["x86_64"])
+FAMILY = machine_description.ISAS.get(
+    machine_description.arch(), machine_description.ISAS["x86_64"]
+)
 CHAINS = {simd.bits: chains(simd) for simd in FAMILY}
 UNROLL = 4  # chain steps per loop iteration: the loop's own instructions stay negligible
 #: The kernels' sample length (timing.SAMPLE_S, kept equal by tests/test_machine.py; not
@@ -144,7 +146,7 @@ def compile_probe() -> Probe:
             "the peak probe needs a C compiler `cc` (XTC's runtime needs one too); "
             "install one, or set XTC_KATAS_PEAK_GFMAS to your single-core GFMA/s"
         )
-    flags = ("-O2", *machine.native_cc_flags(), "-ffp-contract=fast")
+    flags = ("-O2", *machine_description.native_cc_flags(), "-ffp-contract=fast")
     with tempfile.TemporaryDirectory(prefix="xtc-katas-fma-probe-") as tmp:
         src, lib = Path(tmp) / "fma_probe.c", Path(tmp) / "fma_probe.so"
         src.write_text(PRELUDE + "".join(function_source(bits) for bits in VECTORS))
