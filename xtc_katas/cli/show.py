@@ -33,14 +33,6 @@ from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
 
 VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
-#: What an FMA and a vector register look like in this machine's assembly (machine_description.py).
-ASSEMBLY = machine_description.ASSEMBLY.get(
-    machine_description.arch(), machine_description.ASSEMBLY["x86_64"]
-)
-FMA = re.compile(ASSEMBLY["fma"])
-SCALAR_FMA = re.compile(ASSEMBLY["scalar"])
-VECTOR_REGISTER = re.compile(ASSEMBLY["register"])
-EXAMPLE = ASSEMBLY["scalar_example"]
 
 
 def render(impl: Any, scheduler: Any, view: str, workdir: Workdir) -> str:
@@ -82,22 +74,26 @@ def outlined_bodies(library: str) -> str:
     )
 
 
-def mark_fmas(listing: str) -> str:
-    """Mark each vector FMA and count them by register width, for the eye to find."""
+def mark_fmas(listing: str, assembly: dict[str, str] | None = None) -> str:
+    """Mark each vector FMA and count them by register width, for the eye to find, in this
+    machine's assembly (or `assembly`'s: machine_description.ASSEMBLY)."""
+    assembly = assembly or machine_description.assembly()
+    fma, scalar_fma = re.compile(assembly["fma"]), re.compile(assembly["scalar"])
+    vector_register = re.compile(assembly["register"])
     counts: dict[str, int] = {}
     lines = []
     for line in listing.splitlines():
-        registers = VECTOR_REGISTER.findall(line)
-        if FMA.search(line) and registers:
+        registers = vector_register.findall(line)
+        if fma.search(line) and registers:
             width = max(registers)  # the widest register names the width
             counts[width] = counts.get(width, 0) + 1
             line = f"{line}    <== vector FMA ({width})"
         lines.append(line)
     shown = ", ".join(f"{n} on {w}" for w, n in sorted(counts.items(), reverse=True))
-    scalar = sum(bool(SCALAR_FMA.search(line)) for line in lines)
+    scalar = sum(bool(scalar_fma.search(line)) for line in lines)
     lines.append(
         f"\n{sum(counts.values())} vector FMA instructions in this listing: {shown or '-'}"
-        + (f"; {scalar} scalar FMAs (one float each: {EXAMPLE})" if scalar else "")
+        + (f"; {scalar} scalar FMAs (one float each: {assembly['example']})" if scalar else "")
     )
     return "\n".join(lines)
 

@@ -70,13 +70,13 @@ ASSEMBLY = {
         "fma": r"\bv?fn?m(add|sub)\w*p[sd]\b",  # packed: ps, pd
         "scalar": r"\bv?fn?m(add|sub)\w*s[sd]\b",  # one element: ss, sd
         "register": r"%?\b([xyz]mm)\d+\b",  # zmm > ymm > xmm: the widest names the width
-        "scalar_example": "vfmadd...ss",
+        "example": "vfmadd...ss",
     },
     "aarch64": {
         "fma": r"\bfml[as]\s+v\d+\.[24][sd]\b",
         "scalar": r"\bfn?m(add|sub)\s+[sd]\d+\b",
         "register": r"\bv\d+(\.[24][sd])\b",
-        "scalar_example": "fmadd s0, ...",
+        "example": "fmadd s0, ...",
     },
 }
 
