@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 
 VENV=.venv
 STAMP="$VENV/.xtc-katas-installed"
-SYSTEM_PACKAGES="libomp5 gcc libc6-dev binutils"
+SYSTEM_PACKAGES="libomp5 gcc g++ libc6-dev binutils"
 # macOS: Homebrew's libomp and Python; cc and objdump come with Xcode's command line tools.
 BREW_PACKAGES="libomp python@3.11"
 DARWIN=
@@ -38,6 +38,8 @@ fi
 missing_system_pieces() {
     local missing=()
     command -v cc >/dev/null 2>&1 || missing+=("a C compiler (cc)")
+    # XTC links its host runtime with c++ (xtc/runtimes/host/runtime.py): Debian's g++
+    command -v c++ >/dev/null 2>&1 || missing+=("a C++ compiler (c++)")
     command -v objdump >/dev/null 2>&1 || missing+=("objdump")
     # XTC's host runtime includes <assert.h>: Debian's gcc alone lacks it (libc6-dev)
     echo '#include <assert.h>' | cc -E -x c - >/dev/null 2>&1 || missing+=("the C headers")
@@ -82,8 +84,8 @@ ensure_system_darwin() {
         [ -z "$missing" ] && return 0
     fi
     say "XTC needs ${missing%, }. Install them, then run this again:"
-    case "$missing" in *cc* | *objdump* | *headers*)
-        say "    xcode-select --install    # cc, objdump and the C headers (Xcode's command line tools)" ;;
+    case "$missing" in *compiler* | *objdump* | *headers*)
+        say "    xcode-select --install    # cc, c++, objdump and the C headers (Xcode's command line tools)" ;;
     esac
     command -v brew >/dev/null 2>&1 ||
         say "    Homebrew, from its web site (brew.sh), then:"

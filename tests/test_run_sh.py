@@ -19,6 +19,7 @@ HOST_TOOLS = (
     "cut",
     "shasum",
     "cc",
+    "c++",
     "objdump",
     "mktemp",
     "rm",

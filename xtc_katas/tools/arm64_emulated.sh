@@ -26,8 +26,10 @@ CACHE=${XTC_KATAS_ARM64_CACHE:-/var/cache/xtc-katas}
 ROOT=$CACHE/arm64-root
 VENV_STORE=$CACHE/arm64-venv
 SUITE=bookworm # Python 3.11, as on the x86 machines
-# gcc alone lacks the C headers XTC's host runtime includes (assert.h): libc6-dev.
-PACKAGES=python3,python3-venv,gcc,libc6-dev,binutils,libomp5,ca-certificates,git
+# run.sh's system packages: gcc alone lacks the C headers XTC's host runtime includes
+# (assert.h): libc6-dev; XTC links that runtime with c++: g++. (A root built without them
+# gets them from ./run.sh setup, which apt-get installs what is missing.)
+PACKAGES=python3,python3-venv,gcc,g++,libc6-dev,binutils,libomp5,ca-certificates,git
 
 say() { printf '%s\n' "arm64_emulated: $*" >&2; }
 
@@ -95,7 +97,7 @@ in_root() {
         mount --rbind /sys "$root/sys"
         mount -t tmpfs tmpfs "$root/tmp"
         exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin \
-            LANG=C.UTF-8 TERM=dumb CI="${CI:-}" XTC_KATAS_ARCH_NOTE=emulated \
+            LANG=C.UTF-8 TERM=dumb CI="${CI:-}" SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
             /bin/bash -c "$script"
     ' _ "$ROOT" "$CHECKOUT" "$VENV_STORE" "$script"
 }
