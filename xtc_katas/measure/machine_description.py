@@ -63,7 +63,8 @@ ISAS = {"x86_64": [vectors for _, vectors in X86], "aarch64": [NEON]}
 #: The C compiler's flags for this host: GCC and clang take -mcpu=native on AArch64.
 NATIVE_CC_FLAGS = {"x86_64": ["-march=native"], "aarch64": ["-mcpu=native"]}
 
-#: A vector FMA, a register's width and a scalar FMA in objdump's listing (cli/show.py):
+#: A vector FMA, a register's width and a scalar FMA in objdump's listing (cli/show.py),
+#: and any float multiply in a listing (kata 03's test of generated_code):
 #: x86 `vfmadd231ps %zmm1,%zmm2,%zmm0`; AArch64 `fmla v0.4s, v1.4s, v2.4s` (or v2.s[0]).
 ASSEMBLY = {
     "x86_64": {
@@ -71,12 +72,14 @@ ASSEMBLY = {
         "scalar": r"\bv?fn?m(add|sub)\w*s[sd]\b",  # one element: ss, sd
         "register": r"%?\b([xyz]mm)\d+\b",  # zmm > ymm > xmm: the widest names the width
         "example": "vfmadd...ss",
+        "arithmetic": r"\bv?(fmadd\w*|mul)[sp]s\b",  # a float multiply(-add), any width
     },
     "aarch64": {
         "fma": r"\bfml[as]\s+v\d+\.[24][sd]\b",
         "scalar": r"\bfn?m(add|sub)\s+[sd]\d+\b",
         "register": r"\bv\d+(\.[24][sd])\b",
         "example": "fmadd s0, ...",
+        "arithmetic": r"\bf(n?madd|mul|mla)\b",
     },
 }
 
