@@ -3,8 +3,8 @@
 # x86-64 Linux machine, under QEMU's user-mode emulation. As root (chroot, mounts), Debian.
 #
 #   xtc_katas/tools/arm64_emulated.sh build        build the arm64 Debian root once (cached)
-#   xtc_katas/tools/arm64_emulated.sh suite        ./run.sh setup inside, then every test that
-#                                                  times nothing (see run_suite below)
+#   xtc_katas/tools/arm64_emulated.sh suite [PATH...]  ./run.sh setup inside, then every
+#                                                  test that times nothing (run_suite below)
 #   xtc_katas/tools/arm64_emulated.sh run CMD...   ./run.sh setup inside, then CMD (bash -c)
 #                                                  in the checkout, e.g.
 #       xtc_katas/tools/arm64_emulated.sh run .venv/bin/pytest katas/02_graph --solutions -m "'not perf'"
@@ -102,24 +102,32 @@ in_root() {
     ' _ "$ROOT" "$CHECKOUT" "$VENV_STORE" "$script"
 }
 
-# Every test that times nothing, as aarch64:
-# - the harness's own tests (numerics on both backends, the loop-nest and register-budget
-#   checks, the messages, the peak probe compiling and running);
+# Every test that times nothing, as aarch64, each step timed (two workers: the machine's
+# other jobs come first anyway, under nice):
+# - every kata's non-speed tests pass on the reference solutions (numerics on both
+#   backends, the loop-nest and register-budget checks, the messages);
 # - every kata test on the untouched stubs fails (--check-stubs);
-# - every kata's non-speed tests pass on the reference solutions.
+# - the harness's own tests (the peak probe compiling and running among them).
+# `suite katas/04_scheduling` runs one part; the harness's tests then do not run.
 run_suite() {
+    local parts=${*:-katas}
     # shellcheck disable=SC2016 # expanded inside the root
     in_root '
         status=0
-        .venv/bin/pytest -p no:cacheprovider tests -m "not perf" -q || status=1
-        .venv/bin/pytest -p no:cacheprovider katas --check-stubs -m "not perf" -q || status=1
-        .venv/bin/pytest -p no:cacheprovider katas --solutions -m "not perf" -q || status=1
+        step() { local start=$SECONDS; echo "== $*"; "$@" || status=1; echo "== $((SECONDS - start)) s"; }
+        pytest() { .venv/bin/pytest -p no:cacheprovider -m "not perf" -n 2 -q "$@" 2>&1 | tail -15; return "${PIPESTATUS[0]}"; }
+        step pytest '"$parts"' --solutions
+        step pytest '"$parts"' --check-stubs
+        [ "'"$parts"'" = katas ] && step pytest tests
         exit $status'
 }
 
 case "${1:-}" in
     build) build_root ;;
-    suite) run_suite ;;
+    suite)
+        shift
+        run_suite "$@"
+        ;;
     run)
         shift
         in_root "$*"
