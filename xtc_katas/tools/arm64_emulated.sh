@@ -115,7 +115,7 @@ run_suite() {
     in_root '
         status=0
         step() { local start=$SECONDS; echo "== $*"; "$@" || status=1; echo "== $((SECONDS - start)) s"; }
-        pytest() { .venv/bin/pytest -p no:cacheprovider -m "not perf" -n 2 -q "$@" 2>&1 | tail -15; return "${PIPESTATUS[0]}"; }
+        pytest() { .venv/bin/pytest -p no:cacheprovider -m "not perf" -n 2 -q -rfE "$@"; }
         step pytest '"$parts"' --solutions
         step pytest '"$parts"' --check-stubs
         [ "'"$parts"'" = katas ] && step pytest tests
