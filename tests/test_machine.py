@@ -351,3 +351,12 @@ def test_an_arm_listing_has_its_fmas_found():
     assert re.search(neon["fma"], line) and re.findall(neon["register"], line)[0] == ".4s"
     assert re.search(neon["scalar"], "fmadd\ts0, s1, s2, s0")
     assert not re.search(neon["fma"], "fmadd\ts0, s1, s2, s0")
+
+
+def test_an_arm_probe_builds_its_128_bit_chains_alone(monkeypatch):
+    # On aarch64 CHAINS holds NEON's width only; the probe once built every width's
+    # source and failed there with KeyError: 512 (found under emulation).
+    from xtc_katas.measure import machine_peak
+
+    monkeypatch.setattr(machine_peak, "CHAINS", {128: machine_peak.chains(md.NEON)})
+    assert machine_peak.compile_probe().widths == (128,)
