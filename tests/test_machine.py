@@ -154,6 +154,10 @@ def test_an_avx2_emulation_compiles_the_probe_for_avx2(monkeypatch):
     from xtc_katas.measure import machine_peak
 
     monkeypatch.setenv(machine.ISA_ENV, "avx2")
+    if md.arch() != "x86_64":  # an ARM host is told, not handed x86 flags its cc refuses
+        with pytest.raises(ValueError, match="compiles for x86-64: unset it on aarch64"):
+            machine_peak.compile_probe()
+        return
     probe = machine_peak.compile_probe()
     assert "-march=native" not in probe.flags and {"-mavx2", "-mfma"} <= set(probe.flags)
     assert max(probe.widths) == 256, f"compiled widths {probe.widths}"
@@ -276,6 +280,12 @@ def aarch64(monkeypatch):
 
     monkeypatch.setattr(platform, "machine", lambda: "aarch64")
     monkeypatch.delenv(md.ISA_ENV, raising=False)
+
+
+def test_an_arm_machine_refuses_an_x86_emulation(aarch64, monkeypatch):
+    monkeypatch.setenv(md.ISA_ENV, "avx2")
+    with pytest.raises(ValueError, match="compiles for x86-64: unset it on aarch64"):
+        md.vectors()
 
 
 def test_an_arm_machine_is_neon_32_registers_of_4_lanes(aarch64):

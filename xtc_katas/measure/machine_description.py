@@ -169,6 +169,8 @@ def emulated_isa() -> str | None:
     isa = os.environ.get(ISA_ENV, "").strip().lower() or None
     if isa is not None and isa not in EMULATED:
         raise ValueError(f"{ISA_ENV}={isa!r}: the harness can emulate {sorted(EMULATED)}")
+    if isa is not None and arch() != "x86_64":  # every emulated ISA is an x86 one
+        raise ValueError(f"{ISA_ENV}={isa!r} compiles for x86-64: unset it on {arch()}")
     return isa
 
 
