@@ -29,8 +29,9 @@ SUITE=bookworm # Python 3.11, as on the x86 machines
 # run.sh's system packages: gcc alone lacks the C headers XTC's host runtime includes
 # (assert.h): libc6-dev; XTC links that runtime with c++: g++. (A root built without them
 # gets them from ./run.sh setup, which apt-get installs what is missing.)
-# A kernel's time limit in the learner's worker (isolation.TIME_LIMIT_S, 120 s): emulated
-# and under nice on a shared machine, katas 05, 07, 08 and 10's kernels ran past it.
+# A kernel's time limit in the learner's worker (isolation.TIME_LIMIT_S, 120 s), and a
+# test's (pytest-timeout's 300 s) in `suite`: emulated and under nice on a shared machine,
+# katas 05, 07, 08 and 10's kernels ran past them.
 KERNEL_TIME_LIMIT_S=${XTC_KATAS_KERNEL_TIME_LIMIT:-3600}
 PACKAGES=python3,python3-venv,gcc,g++,libc6-dev,binutils,libomp5,ca-certificates,git
 
@@ -119,7 +120,7 @@ run_suite() {
     in_root '
         status=0
         step() { local start=$SECONDS; echo "== $*"; "$@" || status=1; echo "== $((SECONDS - start)) s"; }
-        pytest() { .venv/bin/pytest -p no:cacheprovider -m "not perf" -n 2 -q -rfE "$@"; }
+        pytest() { .venv/bin/pytest -p no:cacheprovider -m "not perf" -n 2 -q -rfE --timeout "$XTC_KATAS_KERNEL_TIME_LIMIT" "$@"; }
         step pytest '"$parts"' --solutions
         step pytest '"$parts"' --check-stubs
         [ "'"$parts"'" = katas ] && step pytest tests
