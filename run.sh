@@ -5,13 +5,18 @@
 #                    it also installs chromium, for the notebook's browser test
 # `./run.sh setup` only sets up. Anything else goes to the `xtc-katas` command:
 # ./run.sh hint 1, ./run.sh run 3, ./run.sh notebook 4 ...
+# Linux (apt-get) and macOS (Homebrew, Xcode's command line tools); bash 3.2 as macOS has it.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 VENV=.venv
 STAMP="$VENV/.xtc-katas-installed"
 # bubblewrap: `xtc-katas grade` confines each grading with it (docs/grading.md).
-SYSTEM_PACKAGES="libomp5 gcc binutils bubblewrap"
+SYSTEM_PACKAGES="libomp5 gcc g++ libc6-dev binutils bubblewrap"
+# macOS: Homebrew's libomp and Python; cc and objdump come with Xcode's command line tools.
+BREW_PACKAGES="libomp python@3.11"
+DARWIN=
+if [ "$(uname -s)" = Darwin ]; then DARWIN=1; fi
 
 say() { printf '%s\n' "xtc-katas: $*" >&2; }
 
@@ -25,13 +30,27 @@ pick_python() {
     return 1
 }
 
+# Homebrew's libomp is keg-only: its directory is where find_library (and XTC) look.
+if [ -n "$DARWIN" ] && command -v brew >/dev/null 2>&1; then
+    libomp_dir="$(brew --prefix libomp 2>/dev/null || true)/lib"
+    export DYLD_FALLBACK_LIBRARY_PATH="$libomp_dir:${DYLD_FALLBACK_LIBRARY_PATH:-/usr/local/lib:/usr/lib}"
+fi
+
 missing_system_pieces() {
     local missing=()
     command -v cc >/dev/null 2>&1 || missing+=("a C compiler (cc)")
+    # XTC links its host runtime with c++ (xtc/runtimes/host/runtime.py): Debian's g++
+    command -v c++ >/dev/null 2>&1 || missing+=("a C++ compiler (c++)")
     command -v objdump >/dev/null 2>&1 || missing+=("objdump")
-    command -v bwrap >/dev/null 2>&1 || missing+=("bubblewrap")
-    python3 -c 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("omp") is None)' 2>/dev/null ||
-        missing+=("libomp")
+    # XTC's host runtime includes <assert.h>: Debian's gcc alone lacks it (libc6-dev)
+    echo '#include <assert.h>' | cc -E -x c - >/dev/null 2>&1 || missing+=("the C headers")
+    if [ -n "$DARWIN" ]; then # /usr/bin/python3 would not see DYLD_* (SIP)
+        [ -e "${libomp_dir:-}/libomp.dylib" ] || missing+=("libomp")
+    else
+        command -v bwrap >/dev/null 2>&1 || missing+=("bubblewrap")
+        python3 -c 'import ctypes.util, sys; sys.exit(ctypes.util.find_library("omp") is None)' 2>/dev/null ||
+            missing+=("libomp")
+    fi
     (("${#missing[@]}")) && printf '%s, ' "${missing[@]}"
     return 0
 }
@@ -40,9 +59,14 @@ ensure_system() {
     local missing
     missing=$(missing_system_pieces)
     [ -z "$missing" ] && return 0
+    if [ -n "$DARWIN" ]; then
+        ensure_system_darwin "$missing"
+        return 0
+    fi
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         say "installing system packages XTC needs (${missing%, }): $SYSTEM_PACKAGES"
         apt-get update -qq
+        # shellcheck disable=SC2086 # one word per package
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $SYSTEM_PACKAGES >/dev/null
         missing=$(missing_system_pieces)
         [ -z "$missing" ] && return 0
@@ -56,6 +80,25 @@ ensure_system() {
     exit 1
 }
 
+ensure_system_darwin() {
+    local missing=$1
+    if command -v brew >/dev/null 2>&1 && [ "$(id -u)" != 0 ]; then
+        say "installing with Homebrew what XTC needs (${missing%, }): $BREW_PACKAGES"
+        # shellcheck disable=SC2086 # one word per package
+        brew install $BREW_PACKAGES >/dev/null || true
+        missing=$(missing_system_pieces)
+        [ -z "$missing" ] && return 0
+    fi
+    say "XTC needs ${missing%, }. Install them, then run this again:"
+    case "$missing" in *compiler* | *objdump* | *headers*)
+        say "    xcode-select --install    # cc, c++, objdump and the C headers (Xcode's command line tools)" ;;
+    esac
+    command -v brew >/dev/null 2>&1 ||
+        say "    Homebrew, from its web site (brew.sh), then:"
+    say "    brew install $BREW_PACKAGES"
+    exit 1
+}
+
 # The notebook's browser test (tests/test_notebook_app.py) drives Debian's chromium through
 # Playwright: Playwright's own browser download is not used (and cannot work offline).
 # Installed for `./run.sh test` only: the learner's loop does not need it. ~1 min 50 s
@@ -65,6 +108,10 @@ BROWSER_PACKAGES="chromium"
 ensure_browser() {
     [ -n "${XTC_KATAS_CHROMIUM:-}" ] && return 0
     command -v chromium >/dev/null 2>&1 && return 0
+    if [ -n "$DARWIN" ]; then
+        say "no chromium: the notebook's browser test skips; for it: brew install --cask chromium, then XTC_KATAS_CHROMIUM=<its binary> ./run.sh test"
+        return 0
+    fi
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         say "installing $BROWSER_PACKAGES for the notebook's browser test (once per machine)"
         # Offline (or a broken mirror) must not abort `set -e`: the message below says it.
@@ -77,14 +124,19 @@ ensure_browser() {
     say "no chromium: the notebook's browser test needs it: sudo apt-get install -y $BROWSER_PACKAGES"
 }
 
+# sha256sum on Linux, shasum (perl's, in every macOS) elsewhere.
+checksum() {
+    if command -v sha256sum >/dev/null 2>&1; then sha256sum "$1"; else shasum -a 256 "$1"; fi
+}
+
 ensure_venv() {
     local want
-    want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+    want=$(checksum pyproject.toml | cut -d' ' -f1)
     if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ]; then
         return 0
     fi
     local py
-    py=$(pick_python) || { say "needs Python 3.10-3.12 with the venv module"; exit 1; }
+    py=$(pick_python) || { say "needs Python 3.10-3.12 with the venv module${DARWIN:+: brew install python@3.11}"; exit 1; }
     say "creating $VENV with $py and the pinned dependencies (xtc-tools[mlir,tvm]==0.3.2, ~1.7 GB: under a minute the first time)"
     [ -x "$VENV/bin/python" ] || "$py" -m venv "$VENV"
     local log="$VENV/install.log"
@@ -119,12 +171,13 @@ pip_index_options() {
 }
 
 install_dependencies() {
-    local options=()
+    local options=() line
     if "$VENV/bin/python" -m pip install "uv==$UV_VERSION"; then
-        mapfile -t options < <(pip_index_options)
-        # unsafe-best-match: every index is searched for the best version, as pip does
+        while IFS= read -r line; do options+=("$line"); done < <(pip_index_options) # no mapfile in bash 3.2
+        # unsafe-best-match: every index is searched for the best version, as pip does.
+        # ${options[@]+...}: an empty array is "unbound" to bash 3.2's set -u.
         "$VENV/bin/uv" pip install --no-cache --compile-bytecode --python "$VENV/bin/python" \
-            --index-strategy unsafe-best-match "${options[@]}" -e ".[dev]" && return 0
+            --index-strategy unsafe-best-match ${options[@]+"${options[@]}"} -e ".[dev]" && return 0
         echo "uv could not install the dependencies: pip does it alone"
     fi
     "$VENV/bin/python" -m pip install --upgrade pip &&

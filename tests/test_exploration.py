@@ -41,8 +41,12 @@ def test_plot_writes_a_png(tmp_path):
 def test_show_counts_packed_fmas_as_vector_and_scalar_ones_apart():
     # A scalar FMA works on an xmm register too: it was once counted as a vector FMA.
     from xtc_katas.cli.show import mark_fmas
+    from xtc_katas.measure.machine_description import ASSEMBLY
 
     listing = "\tvfmadd231ps %zmm1,%zmm2,%zmm3\n\tvfmadd213ss (%r13),%xmm0,%xmm1\n"
-    marked = mark_fmas(listing)
+    marked = mark_fmas(listing, ASSEMBLY["x86_64"])
     assert "1 vector FMA instructions in this listing: 1 on zmm; 1 scalar FMAs" in marked
     assert marked.splitlines()[1].endswith("%xmm1"), "a scalar FMA is not marked as vector"
+    neon = "\tfmla\tv0.4s, v1.4s, v2.s[0]\n\tfmadd\ts0, s1, s2, s0\n"
+    marked = mark_fmas(neon, ASSEMBLY["aarch64"])
+    assert "1 vector FMA instructions in this listing: 1 on .4s; 1 scalar FMAs" in marked

@@ -153,8 +153,9 @@ def test_split_wants_segments_with_a_vectorized_main_part():
     [
         (loop_nests.Machine(lanes=16, registers=32, isa="AVX-512"), False),
         (loop_nests.Machine(lanes=8, registers=16, isa="AVX2"), True),
+        (loop_nests.Machine(lanes=4, registers=32, isa="NEON"), True),  # 32 accumulators
     ],
-    ids=["AVX-512", "AVX2"],
+    ids=["AVX-512", "AVX2", "NEON"],
 )
 def test_k_outside_the_rows_keeps_all_of_c_in_registers(monkeypatch, simd, spills):
     # k, i, j, j1: the loops inside k walk all 4x32 of C, 16 accumulators, which LLVM keeps
@@ -507,8 +508,18 @@ def test_a_register_tile_has_nothing_but_unrolled_tiles_between_k_and_the_vector
                 "walk this tile at every one of its steps)"
             ],
         ),
+        (
+            loop_nests.Machine(lanes=4, registers=32, isa="NEON"),
+            [
+                "a 4x32 tile needs 32 vector accumulators (4 x 32/4); this machine has 32 "
+                "vector registers (NEON), and the tile needs 8 more for B's vectors and one "
+                "for A's broadcast: it spills to memory. Keep its accumulators at or below 23: "
+                "fewer or smaller loops inside 'k' (the loops after it in the interchange "
+                "walk this tile at every one of its steps)"
+            ],
+        ),
     ],
-    ids=["AVX-512", "AVX2"],
+    ids=["AVX-512", "AVX2", "NEON"],
 )
 def test_a_tile_unrolled_over_two_vectors_counts_its_columns_not_its_rows(
     monkeypatch, simd, mistakes

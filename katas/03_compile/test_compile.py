@@ -13,7 +13,7 @@ import pytest
 from xtc_katas.checks.kinds import Asked, baseline_probe
 from xtc_katas.checks.schedule import fresh_scheduler, replay
 from xtc_katas.kata.problems import Matmul
-from xtc_katas.measure import numerics
+from xtc_katas.measure import machine_description, numerics
 from xtc_katas.measure.isolation import run_isolated
 from xtc_katas.measure.observed import Observation, Proxy, timed_module, within_own_times
 from xtc_katas.measure.timing import (
@@ -243,8 +243,8 @@ MARKERS = {
     ("tvm", "source_ir"): r"T\.prim_func",
     ("mlir", "transformed_ir"): r"scf\.for",
     ("tvm", "transformed_ir"): r"for \w+ in range\(512\)",
-    ("mlir", "assembly"): r"\bv?(fmadd\w*|mul)[sp]s\b",
-    ("tvm", "assembly"): r"\bv?(fmadd\w*|mul)[sp]s\b",
+    ("mlir", "assembly"): machine_description.assembly()["arithmetic"],  # this machine's
+    ("tvm", "assembly"): machine_description.assembly()["arithmetic"],
 }
 
 

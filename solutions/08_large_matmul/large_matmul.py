@@ -139,7 +139,7 @@ def candidates(lanes: int) -> dict[str, dict]:
     micro-kernel that fits in every cache block; each micro-kernel in GOTO's order
     (blocks of BLOCK_J columns outermost) in each of GOTO_BLOCKS; and the split kernels
     that hold more accumulators than any of those, in two depths of k."""
-    registers = 32 if lanes >= 16 else 16  # zmm0-31 with AVX-512, or ymm0-15
+    registers = 16 if lanes == 8 else 32  # ymm0-15 (AVX2), zmm0-31 (AVX-512), v0-v31 (NEON)
     kernels = micro_kernels(lanes, registers)
     plain = {
         f"{rows}x{vectors * lanes} i#{block_i} k#{block_k}": spec_for(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
+from xtc_katas.measure import machine_description
 
 if TYPE_CHECKING:
     from xtc_katas.kata.problems import Problem
@@ -32,31 +33,15 @@ def require(mistakes: list[str], kata: str, function: str) -> None:
     raise_mistakes(ShapeMistake, f"{kata} › {function}(): the loop nest is not there yet", mistakes)
 
 
-@dataclass(frozen=True)
-class Machine:
-    """The SIMD facts a schedule must fit: float32 lanes per vector, vector registers."""
-
-    lanes: int
-    registers: int
-    isa: str
-
-    @property
-    def described(self) -> str:
-        return f"{self.isa}: {self.lanes} float32 lanes, {self.registers} vector registers"
+#: The SIMD facts a schedule must fit: float32 lanes per vector, vector registers.
+Machine = machine_description.Vectors
 
 
 @cache
 def machine() -> Machine:
-    """XTC's own reading of the CPU (xtc.utils.cpu), plus the register file of that ISA."""
-    from xtc.utils.cpu import cpu_info
-
-    info = cpu_info()
-    lanes = int(info["vsize"]["float32"])
-    if info.get("arch") in ("aarch64", "arm64"):  # NEON: 32 registers of 128 bits
-        return Machine(lanes=lanes, registers=32, isa="NEON")
-    wide = lanes * 4 >= 64  # 512-bit vectors: AVX-512 has 32 of them (zmm0-31)
-    isa = "AVX-512" if wide else "AVX2" if lanes * 4 == 32 else "SIMD"
-    return Machine(lanes=lanes, registers=32 if wide else 16, isa=isa)  # AVX2: ymm0-15
+    """This machine's vectors (or the emulated ISA's), from the harness's one description
+    of the machine (measure/machine.py): NEON has 32 registers of 4 lanes."""
+    return machine_description.vectors()
 
 
 @dataclass(frozen=True)

@@ -29,14 +29,11 @@ from xtc_katas.checks.task_under_test import TaskUnderTest
 from xtc_katas.cli.search_view import scratch
 from xtc_katas.kata.failures import not_implemented
 from xtc_katas.kata.manifest import Kata, find
-from xtc_katas.measure import machine
+from xtc_katas.measure import machine, machine_description
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
 
 VIEWS = {"nest": None, "ir": "print_transformed_ir", "asm": "print_assembly"}
-FMA = re.compile(r"\bv?fn?m(add|sub)\w*p[sd]\b")  # packed: ps, pd
-SCALAR_FMA = re.compile(r"\bv?fn?m(add|sub)\w*s[sd]\b")  # one element: ss, sd
-VECTOR_REGISTER = re.compile(r"%?\b([xyz]mm)\d+\b")
 
 
 def render(impl: Any, scheduler: Any, view: str, workdir: Workdir) -> str:
@@ -78,22 +75,26 @@ def outlined_bodies(library: str) -> str:
     )
 
 
-def mark_fmas(listing: str) -> str:
-    """Mark each vector FMA and count them by register width, for the eye to find."""
+def mark_fmas(listing: str, assembly: dict[str, str] | None = None) -> str:
+    """Mark each vector FMA and count them by register width, for the eye to find, in this
+    machine's assembly (or `assembly`'s: machine_description.ASSEMBLY)."""
+    assembly = assembly or machine_description.assembly()
+    fma, scalar_fma = re.compile(assembly["fma"]), re.compile(assembly["scalar"])
+    vector_register = re.compile(assembly["register"])
     counts: dict[str, int] = {}
     lines = []
     for line in listing.splitlines():
-        registers = VECTOR_REGISTER.findall(line)
-        if FMA.search(line) and registers:
-            width = max(registers)  # zmm > ymm > xmm
+        registers = vector_register.findall(line)
+        if fma.search(line) and registers:
+            width = max(registers)  # the widest register names the width
             counts[width] = counts.get(width, 0) + 1
             line = f"{line}    <== vector FMA ({width})"
         lines.append(line)
     shown = ", ".join(f"{n} on {w}" for w, n in sorted(counts.items(), reverse=True))
-    scalar = sum(bool(SCALAR_FMA.search(line)) for line in lines)
+    scalar = sum(bool(scalar_fma.search(line)) for line in lines)
     lines.append(
         f"\n{sum(counts.values())} vector FMA instructions in this listing: {shown or '-'}"
-        + (f"; {scalar} scalar FMAs (one float each: vfmadd...ss)" if scalar else "")
+        + (f"; {scalar} scalar FMAs (one float each: {assembly['example']})" if scalar else "")
     )
     return "\n".join(lines)
 

@@ -1,13 +1,16 @@
 """Which machine a figure comes from: every speed figure the harness prints names it, as
-a schedule's speedup differs from one CPU to another.
+a schedule's speedup differs from one CPU to another. What the machine's ISA is (lanes,
+registers, FMA units, caches) is machine_description.py's.
 
 py-cpuinfo's reading of the CPU, which XTC takes at every TVM compile and in
 `xtc.utils.cpu.cpu_info()` (a Python subprocess, over a second a call, kept nowhere), is
-taken once per CPU and kept in the user's cache directory (remember_cpu_reading).
+taken once per CPU and kept in the user's cache directory (remember_cpu_reading), with
+NEON's flag where an AArch64 kernel says it is there (machine_description.arm_flags).
 
-`XTC_KATAS_ISA=avx2` compiles every harness kernel as for an AVX2 machine on an AVX-512
-host and makes XTC's `cpu_info()` say so (`flakecheck --isa avx2`); numpy runs as there
-under OPENBLAS_CORETYPE=Haswell, set on the command line: OpenBLAS reads it at import.
+XTC_KATAS_ISA (one of machine_description.EMULATED) compiles every harness kernel as for
+that ISA and makes XTC's `cpu_info()` say so (`flakecheck --isa`); numpy runs as there
+under OPENBLAS_CORETYPE (OPENBLAS_KERNELS), set on the command line: OpenBLAS reads it at
+import.
 """
 
 from __future__ import annotations
@@ -18,27 +21,20 @@ import os
 import platform
 import sys
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
-from xtc_katas.measure import module_cache
-
-ISA_ENV = "XTC_KATAS_ISA"
-#: What an emulated ISA compiles for: TVM's target options (XTC's TVMCompiler maps
-#: arch "avx2" to mcpu core-avx2) and MLIR's llc --mcpu (Haswell is the first AVX2 core).
-EMULATED = {
-    "avx2": {"tvm": {"target": "x86_64", "arch": "avx2"}, "mlir": {"cpu": "haswell"}},
-}
-LANES = {"avx2": 8}
-#: OpenBLAS's kernel for an emulated ISA (kata 08 races numpy as that machine runs it).
-OPENBLAS_KERNELS = {"avx2": "Haswell"}
-
-
-def emulated_isa() -> str | None:
-    isa = os.environ.get(ISA_ENV, "").strip().lower() or None
-    if isa is not None and isa not in EMULATED:
-        raise ValueError(f"{ISA_ENV}={isa!r}: the harness can emulate {sorted(EMULATED)}")
-    return isa
+from xtc_katas.measure import machine_description, module_cache
+from xtc_katas.measure.machine_description import (
+    EMULATED,
+    ISA_ENV,  # noqa: F401 (the harness's name for it: tests and tools set it)
+    OPENBLAS_KERNELS,  # noqa: F401 (flakecheck's)
+    arch,
+    arm_flags,
+    caches_below_l3,
+    emulated_isa,
+    family,
+    vectors,
+)
 
 
 def compiler_options(backend_class: type) -> dict[str, Any]:
@@ -65,7 +61,8 @@ def emulate_cpu_info() -> None:
 
     def cpu_info() -> dict[str, Any]:
         info = native()
-        info["vsize"] = {"float32": LANES[isa], "float64": LANES[isa] // 2}
+        lanes = EMULATED[isa]["vectors"].lanes
+        info["vsize"] = {"float32": lanes, "float64": lanes // 2}
         return info
 
     cpu_info.emulated = isa  # type: ignore[attr-defined]
@@ -91,7 +88,7 @@ def _cpu_reading() -> dict[str, Any]:
     if info is None:  # none yet, damaged or another CPU's: read the CPU again
         info = PY_CPUINFO()
         module_cache.write_record("cpuinfo", key, info)
-    return info
+    return arm_flags(info)  # a reading kept by an older harness lacks it too
 
 
 def get_cpu_info() -> dict[str, Any]:
@@ -116,19 +113,38 @@ def remember_cpu_reading() -> None:
 
 @functools.cache
 def describe() -> str:
-    """One line: model, family/model, SIMD, per-core L1d and L2, cores."""
+    """One line: model, SIMD, per-core L1d and L2, cores."""
     import cpuinfo
 
     info = cpuinfo.get_cpu_info()
-    flags = set(info.get("flags", []))
-    native = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE"
-    isa = emulated_isa()
-    simd = f"compiled as AVX2 on an {native} host" if isa == "avx2" else native
-    caches = [f"{name} {size}" for name, size in _caches()]
-    brand = info.get("brand_raw", "unknown CPU")
-    model = f"{brand} (family {info.get('family')} model {info.get('model')})"
+    native = family(info.get("flags", []))[0].isa
+    simd = f"compiled as {vectors().isa} on an {native} host" if emulated_isa() else native
+    caches = [f"{name} {size}" for name, size in caches_below_l3()]
     per_core = [f"{' '.join(caches)} per core"] if caches else []
+    model = f"{brand(info)} ({cpu_key(info)})"
     return ", ".join([model, simd, *per_core, f"{os.cpu_count()} cores"])
+
+
+def brand(info: dict[str, Any]) -> str:
+    """The CPU's name: py-cpuinfo's, else macOS's sysctl (py-cpuinfo reads none on ARM)."""
+    return (
+        info.get("brand_raw")
+        or machine_description.darwin().get("machdep.cpu.brand_string")
+        or f"{arch()} CPU"
+    )
+
+
+def cpu_key(info: dict[str, Any]) -> str:
+    """The CPU as the lessons' tables and docs/calibration/ name it: "family F model M" on
+    x86, "implementer I part P" on ARM Linux (/proc/cpuinfo), the brand on macOS."""
+    if info.get("family") is not None:
+        return f"family {info.get('family')} model {info.get('model')}"
+    if arch() == "aarch64" and sys.platform.startswith("linux"):
+        lines = module_cache.cpuinfo_lines(("CPU implementer", "CPU part"))
+        fields = dict(map(str.strip, line.split(":", 1)) for line in lines.splitlines())
+        if len(fields) == 2:
+            return f"implementer {fields['CPU implementer']} part {fields['CPU part']}"
+    return brand(info)
 
 
 def calibration_line() -> str:
@@ -138,8 +154,7 @@ def calibration_line() -> str:
 
     from xtc_katas import ROOT
 
-    info = cpuinfo.get_cpu_info()
-    key = f"family {info.get('family')} model {info.get('model')}"
+    key = cpu_key(cpuinfo.get_cpu_info())
     pages = sorted((ROOT / "docs" / "calibration").glob("*.md"))
     found = [page.stem for page in pages if key in page.read_text()]
     if not found:
@@ -148,19 +163,3 @@ def calibration_line() -> str:
             "python -m xtc_katas.tools.calibration prints them"
         )
     return f"docs/calibration/ has figures of this CPU ({key}) for {', '.join(found)}"
-
-
-def _caches() -> list[tuple[str, str]]:
-    """Core 0's data caches below L3, as Linux lists them: [("L1d", "48 KiB"), ...]."""
-    found = []
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            level = (index / "level").read_text().strip()
-            kind = (index / "type").read_text().strip()
-            kib = int((index / "size").read_text().strip().rstrip("K"))
-        except (OSError, ValueError):
-            continue
-        if kind in ("Data", "Unified") and level in ("1", "2"):
-            shown = f"{kib // 1024} MiB" if kib >= 1024 and kib % 1024 == 0 else f"{kib} KiB"
-            found.append((f"L{level}{'d' if kind == 'Data' else ''}", shown))
-    return found

@@ -23,20 +23,30 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-from xtc_katas.measure import machine, module_cache
+from xtc_katas.measure import machine, machine_description, module_cache
 
-#: Vector width (bits) -> (C guard, vector type, intrinsics' prefix, float32 lanes).
+#: Vector width (bits) -> (C guard, vector type, intrinsics' prefix, float32 lanes). The
+#: 128-bit chains are GCC's and clang's vector extension: SSE on x86, NEON's fmla on ARM.
 VECTORS = {
     512: ("defined(__AVX512F__)", "__m512", "_mm512", 16),
     256: ("defined(__AVX__) && defined(__FMA__)", "__m256", "_mm256", 8),
     128: ("1", "v4sf", "v4sf", 4),
 }
-#: Independent chains per width: 2 FMA units x 4 cycles of latency need 8 in flight;
-#: 16 of AVX-512's 32 registers, 12 of AVX2's 16 (2 hold a and b).
-CHAINS = {512: 16, 256: 12, 128: 12}
+LATENCY = 4  # cycles of a vector FMA, on every core the lessons name
+
+
+def chains(simd: machine_description.Vectors) -> int:
+    """Independent chains: twice the FMAs that fill every FMA pipe over its latency, within
+    the registers (2 hold a and b, 2 spare). AVX-512 16, AVX2 and SSE 12, NEON 28."""
+    return min(2 * simd.fma_units * LATENCY, simd.registers - 4)
+
+
+#: Independent chains per width, for this machine's ISA family.
+FAMILY = machine_description.ISAS.get(
+    machine_description.arch(), machine_description.ISAS["x86_64"]
+)
+CHAINS = {simd.bits: chains(simd) for simd in FAMILY}
 UNROLL = 4  # chain steps per loop iteration: the loop's own instructions stay negligible
-#: Compiler flags: for this host, or for the ISA the harness emulates (machine.py).
-FLAGS = {None: ["-O2", "-march=native"], "avx2": ["-O2", "-mavx2", "-mfma"]}
 #: The kernels' sample length (timing.SAMPLE_S, kept equal by tests/test_machine.py; not
 #: imported, so that the plugin stays within the layers' depth, tests/test_structure.py).
 SAMPLE_S = 2e-4
@@ -136,10 +146,12 @@ def compile_probe() -> Probe:
             "the peak probe needs a C compiler `cc` (XTC's runtime needs one too); "
             "install one, or set XTC_KATAS_PEAK_GFMAS to your single-core GFMA/s"
         )
-    flags = (*FLAGS[machine.emulated_isa()], "-ffp-contract=fast")
+    flags = ("-O2", *machine_description.native_cc_flags(), "-ffp-contract=fast")
     with tempfile.TemporaryDirectory(prefix="xtc-katas-fma-probe-") as tmp:
         src, lib = Path(tmp) / "fma_probe.c", Path(tmp) / "fma_probe.so"
-        src.write_text(PRELUDE + "".join(function_source(bits) for bits in VECTORS))
+        src.write_text(
+            PRELUDE + "".join(function_source(bits) for bits in VECTORS if bits in CHAINS)
+        )
         done = subprocess.run(
             [cc, *flags, "-shared", "-fPIC", "-o", str(lib), str(src)],
             capture_output=True,

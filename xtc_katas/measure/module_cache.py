@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,12 +75,18 @@ def versions() -> dict[str, str]:
     return {name: metadata.version(name) for name in COMPILERS}
 
 
-#: The lines of /proc/cpuinfo's first processor that the compiled code depends on.
+#: The lines of /proc/cpuinfo's first processor that the compiled code depends on (x86,
+#: then ARM: the same CPU file names its cores by implementer and part).
 CPU_FIELDS = ("vendor_id", "cpu family", "model", "model name", "flags")
+CPU_FIELDS += ("CPU implementer", "CPU part", "Features")
 
 
 def cpuinfo_lines(fields: Iterable[str]) -> str:
-    """Those `fields` of /proc/cpuinfo's first processor, as lines (the harness needs Linux)."""
+    """Those `fields` of /proc/cpuinfo's first processor, as lines; macOS, which has no
+    /proc/cpuinfo, gets its `sysctl machdep.cpu` lines (the fields are Linux's)."""
+    if sys.platform == "darwin":
+        done = subprocess.run(["sysctl", "machdep.cpu"], capture_output=True, text=True)
+        return done.stdout.strip()
     first = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
     wanted = set(fields)
     return "\n".join(line for line in first.splitlines() if line.split(":", 1)[0].strip() in wanted)

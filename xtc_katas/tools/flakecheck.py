@@ -1,13 +1,14 @@
 """Run the solutions' performance tests N times and report each bar's margin: the smallest
 speedup / bar over the runs. A bar that fails once in twenty runs is a bug.
 
-    python -m xtc_katas.tools.flakecheck --runs 10 [--hog] [--isa avx2] [katas/04_scheduling]
+    python -m xtc_katas.tools.flakecheck --runs 10 [--hog] [--isa ISA] [katas/04_scheduling]
     python -m xtc_katas.tools.flakecheck --answers --runs 3 --hog [--pytest-args="..."]
 
 Each run is a plain `pytest --solutions -m perf` whose figures come back in its JUnit XML
 (record_perf), every race with all its rounds (speed_judge.FULL_RACES_ENV: an early stop
 gives the same verdict from fewer rounds). It passes with no failure and every margin at
-MARGIN or more. `--hog` keeps the other core busy; `--isa avx2` judges as AVX2 would.
+MARGIN or more. `--hog` keeps the other core busy; `--isa ISA` judges as that ISA would
+(one of machine_description.EMULATED, the ISAs an AVX-512 host can compile for).
 `--answers` races the right answers that differ from the references instead
 (tests/answers.py), one repository copy per round with one answer per function: each
 answer's margin, beside the reference's in the same runs, must be ANSWER_MARGIN or more.
