@@ -134,19 +134,22 @@ def test_the_probe_reads_no_lower_than_xtcs_load_limited_probe(native):
     # XTC's probes load a vector per FMA and time each probe once: they can only read
     # lower than chains on registers (Intel Xeon family 6 model 207: 61-79 GFMA/s
     # against 82-90). Far above it, the probe would be measuring something else. The
-    # two alternate, best of 3 each, so that both see the same moments of a shared host.
+    # two alternate, so that both see the same moments of a shared host: best of 3 each,
+    # and of up to 8 while XTC's best is a third of the probe's. A busy host only lowers
+    # XTC's single timings: under a load of 6-9 on a 2-vCPU Intel Xeon family 6 model 167,
+    # its best of 3 read 21-26 GFMA/s against the probe's 108.6 (50-70 at a load of 5).
     from xtc.runtimes.host import HostRuntime
 
     from xtc_katas.measure import machine_peak
 
     runtime = HostRuntime.get()
     probe, xtc = [], []
-    for _ in range(3):
+    while len(xtc) < 3 or (len(xtc) < 8 and max(probe) > 3 * max(xtc)):
         probe.append(machine_peak.measure().fmas_per_s)
         xtc.append(runtime.evaluate_flops("float32"))
     assert 0.8 * max(xtc) <= max(probe) <= 3 * max(xtc), (
         f"probe {max(probe) / 1e9:.1f} GFMA/s, XTC's evaluate_flops {max(xtc) / 1e9:.1f} "
-        f"(best of 3 each) on {machine.describe()}"
+        f"(best of {len(xtc)} each) on {machine.describe()}"
     )
 
 
