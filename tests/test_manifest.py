@@ -480,3 +480,21 @@ def test_hints_and_stubs_ask_rather_than_hand_over_the_solution(kata):
         for what in handed_over(_docstrings(kata.stub_path()), source)
     ]
     assert not mistakes, "\n".join(mistakes)
+
+
+@pytest.mark.parametrize("kata", KATAS, ids=IDS)
+def test_a_lessons_prose_asks_rather_than_hands_over_the_solution(kata):
+    # Kata 04's lesson printed the vectorize answer's order (i, k, j, j1), kata 09's the
+    # register tile's (i, j, k, i1, j1), kata 11's the "same" padding formula: the hints'
+    # rule holds for the lesson's prose too. Its code blocks (API examples on other axes,
+    # generated nests) are left out, and so is a chain of two calls (get_evaluator().
+    # evaluate()): the lesson's primitives section teaches how XTC's calls chain.
+    lesson = kata.stub_path().parent / "README.md"
+    prose = re.sub(r"```.*?```", "", lesson.read_text(), flags=re.S)
+    found = handed_over(prose, kata.solution_path().read_text())
+    mistakes = [
+        f"{lesson.relative_to(ROOT)}: writes out {what}"
+        for what in found
+        if not what.startswith("the call chain")
+    ]
+    assert not mistakes, "\n".join(mistakes)

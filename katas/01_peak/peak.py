@@ -16,11 +16,11 @@ def matmul_fmas(I: int, J: int, K: int) -> int:  # noqa: E741
 
 
 def percent_of_peak(fmas: int, seconds: float, peak_fmas_per_s: float, cores: int = 1) -> float:
-    """The achieved rate (fmas / seconds) as a percentage of the peak of `cores` cores.
+    """How close the kernel came to the best rate `cores` cores can reach, in percent.
 
     `peak_fmas_per_s` is the peak of ONE core; 100% means every FMA unit of every core
-    used busy on every cycle. Raise ValueError if seconds, peak_fmas_per_s or cores is
-    not positive.
+    used busy on every cycle (the lesson's "The score: % of peak"). Raise ValueError if
+    seconds, peak_fmas_per_s or cores is not positive.
     """
     raise NotImplementedError
 

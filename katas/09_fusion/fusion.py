@@ -12,8 +12,8 @@ One primitive moves C's consumer into C's nest, shown here on a loop "b" of anot
     {"b": {"fuse_consumer": True}}  # the same, as an annotation in a descript spec
 
 Where to fuse is the lesson's question: the loop must enclose the whole reduction, and
-on TVM the block it finishes should be contiguous. The tests race your schedule against
-the same schedule unfused.
+among the loops that do, the lesson measures what each costs. The tests race your
+schedule against the same schedule unfused.
 
 Read README.md in this folder first, then run: pytest katas/09_fusion
 """

@@ -31,9 +31,8 @@ from typing import Any
 def gemm_blocking(sch: Any) -> None:
     """Step 1: compute C in 32x32 blocks, k in steps of 4.
 
-    The loops over blocks come first, so that one block of C is finished before the next
-    starts; inside a block, TVM's tutorial order: the steps of k, the rows, the columns.
-    strip_mine makes the tiles, interchange orders every loop."""
+    One block of C is finished before the next starts, and inside a block each group of
+    k's steps reads slices of A and B that the whole block shares (the lesson's step 1)."""
     raise NotImplementedError
 
 

@@ -36,13 +36,13 @@ def conv_strategy(graph: Any) -> Any:
 
 
 def schedule_conv(sch: Any) -> None:
-    """A register tile of the output, w by f (f vectorized, w unrolled), inside the
-    reductions r, s, c: kata 04's tile, with w in the role of i, f in that of j, and the
-    three reductions where k was (strip_mine, interchange, unroll, vectorize)."""
+    """A register tile of the output, w by f (f vectorized, w unrolled), whose
+    accumulators stay in registers across all three reductions r, s, c: kata 04's
+    register tile, on the conv's loops."""
     raise NotImplementedError
 
 
 def schedule_conv_parallel(sch: Any) -> None:
-    """schedule_conv, with the output rows h shared by the cores (parallelize), nothing
-    that repeats outside that loop."""
+    """schedule_conv, with the work shared by the cores: each core takes whole output
+    rows, and the threads start once per call."""
     raise NotImplementedError
