@@ -172,11 +172,10 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> Told |
 def _test_failed(exc: BaseException) -> Told | None:
     """A kata test's own failure (a plain assert, pytest.raises' "DID NOT RAISE") with
     notes (hypothesis's falsifying example, which holds the harness's objects): its message
-    alone, the notes under pytest -v. pytest's one-line crash message, which a learner's run
-    prints otherwise, carries the notes, and two tests failing for one cause would differ
-    by their examples' test names."""
-    notes = "\n".join(getattr(exc, "__notes__", []))
-    if not notes or not str(exc):
+    alone, the notes in pytest's traceback under pytest -v. pytest's one-line crash
+    message, which a learner's run prints otherwise, carries the notes, and two tests
+    failing for one cause would differ by their examples' test names."""
+    if not getattr(exc, "__notes__", None) or not str(exc):
         return None
     message = str(exc) if isinstance(exc, AssertionError) else f"{type(exc).__name__}: {exc}"
-    return Told(message, notes, keep_traceback=True)
+    return Told(message, keep_traceback=True)
