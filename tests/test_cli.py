@@ -309,3 +309,16 @@ def test_watch_waits_for_the_next_change_while_another_run_holds_the_repository(
 def test_help_documents_the_busy_exit_code(repo):
     code, out = cli(repo, "--help")
     assert code == 0 and "75 (EX_TEMPFAIL)" in out
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(repo):
+    """`xtc-katas | head` (issue 50): the closed pipe ends the command quietly, as a CLI
+    tool's would; it printed a BrokenPipeError traceback."""
+    command = [sys.executable, "-m", "xtc_katas"]
+    with subprocess.Popen(
+        command, cwd=repo, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        process.stdout.close()  # the reader is gone before the table is written
+        errors = process.stderr.read().decode()
+    assert process.returncode == 1, errors
+    assert "Traceback" not in errors and "BrokenPipe" not in errors, errors

@@ -80,6 +80,40 @@ def test_a_red_run_tells_its_failing_task_once_within_30_lines(repo):
     assert "next: " in out and "Traceback" not in out and "FAILED" not in out, out
 
 
+#: Kata 01's reference with a newcomer's mistakes (issue 50): 2 FMAs per (i, j, k) and
+#: no ValueError, cores multiplying the percentage, float64's reading of 0 returned.
+KATA_01_MISTAKES = (
+    ("return I * J * K", "return 2 * I * J * K"),
+    ("    if min(I, J, K) <= 0:\n        raise", "    if False:\n        raise"),
+    ("/ (peak_fmas_per_s * cores)", "* cores / peak_fmas_per_s"),
+    ("    if best <= 0:\n        raise", "    if False:\n        raise"),
+)
+
+
+def test_kata_01s_mistakes_are_told_once_each_in_plain_words(repo):
+    """Issue 50: one assertion was told twice ("for another cause"), pytest's
+    introspection showed the harness's Learner and hypothesis's notes, and measure_peak's
+    "DID NOT RAISE" was told as matmul_fmas's cause."""
+    kata = find(1)
+    solved = kata.solution_path(repo).read_text()
+    for right, wrong in KATA_01_MISTAKES:
+        assert right in solved
+        solved = solved.replace(right, wrong)
+    kata.stub_path(repo).write_text(solved)
+    code, out = run_pytest(repo, "katas/01_peak", "-k", "not agrees_with_the_harness")
+    assert code == 1, out
+    assert (
+        "01_peak › matmul_fmas(4, 32, 512) returned 131072, twice the 65536 multiply-adds: "
+        "one FMA is one multiply and one add" in out
+    ), out
+    assert "01_peak › matmul_fmas(0, 4, 4) returned 0: a dimension that is not positive" in out
+    assert out.count("doubling cores should halve the percentage") == 1, out
+    assert "01_peak › measure_peak('float64') returned 0.0" in out, out
+    assert "same cause as" not in out, out
+    internals = ("Learner", " at 0x", "Falsifying", "sometimes passed", "where ")
+    assert not [word for word in internals if word in out], out
+
+
 @pytest.mark.perf
 def test_a_green_run_prints_progress_and_one_short_line_per_race(repo):
     """Issue 50: a passing kata prints its progress line and, per speed test, yours, the

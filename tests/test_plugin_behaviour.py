@@ -76,7 +76,7 @@ class Reporter:
     def __init__(self, passed: list) -> None:
         self.stats, self.lines = {"passed": passed}, []
 
-    def write_sep(self, sep: str, title: str) -> None:
+    def write_sep(self, sep: str, title: str, **markup) -> None:
         self.lines.append(title)
 
     def write_line(self, line: str) -> None:
@@ -125,3 +125,50 @@ def test_a_learners_speed_summary_is_a_short_line_per_race_and_none_for_a_cost_m
         "figures of this run",
         "make_optimizer: median_best 1.2, wins 50/60",
     ]
+
+
+def failed(test: str, task: str, said: str) -> pytest.TestReport:
+    bound = {"kata": "01_peak", "tasks": (task,), "backend": ""}
+    properties = [("xtc-katas-bound", bound), ("xtc-katas-said", said)]
+    return pytest.TestReport(
+        f"k.py::{test}",
+        ("k.py", 1, test),
+        {},
+        "failed",
+        said,
+        "call",
+        [],
+        1.0,
+        user_properties=properties,
+    )
+
+
+def test_a_failing_tasks_block_folds_one_cause_and_keeps_each_tasks_own():
+    """Issue 50: kata 01's percent_of_peak with cores inverted failed two tests with one
+    assertion, told twice ("for another cause") because hypothesis's notes, with each
+    test's name and the harness's objects, were in the words compared; and pytest's "DID
+    NOT RAISE", which names no function, folded measure_peak's failure into
+    matmul_fmas's block ("fails for the same cause as 01_peak › matmul_fmas()")."""
+    from xtc_katas.kata.failures import describe
+    from xtc_katas.kata.manifest import find
+    from xtc_katas.plugin.summary import tell_failing_tasks
+
+    assertion = AssertionError("assert 0.0002 == 5e-05 ± 1.0e-12")
+    assertion.add_note("Falsifying example: test_x(learner_module=<Learner at 0x7f12>)")
+    told = describe(find(1), assertion, None)
+    assert told.said == "assert 0.0002 == 5e-05 ± 1.0e-12" and told.keep_traceback
+    raised = "Failed: DID NOT RAISE <class 'ValueError'>"
+    reporter = Reporter([])
+    tell_failing_tasks(
+        reporter,
+        [
+            failed("test_rate", "percent_of_peak", told.said + " <object at 0x7f12>"),
+            failed("test_halves", "percent_of_peak", told.said + " <object at 0x7a03>"),
+            failed("test_dims", "matmul_fmas", raised),
+            failed("test_dtype", "measure_peak", raised),
+        ],
+    )
+    out = "\n".join(reporter.lines)
+    assert out.count("assert 0.0002") == 1, out
+    assert "  1 more test of this task fails for the same cause" in reporter.lines, out
+    assert out.count(raised) == 2 and "same cause as" not in out, out

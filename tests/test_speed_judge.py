@@ -91,7 +91,12 @@ def test_a_slow_kernels_next_line_reads_its_own_loop_nest():
     kata, tvm = find(4), KataBackend("tvm")
     mine = types.SimpleNamespace(schedule_parallel=two_row_tile)
     slow = TaskUnderTest.of_module(kata, "schedule_parallel", mine, tvm)
-    assert slow.speed_advice().startswith("your loop nest: the loops over 'i' outside")
+    # Issue 50: the shape test tells the mistake; the speed test points at it, not twice.
+    assert slow.speed_advice() == (
+        "your loop nest lacks this step's shape, which this task's shape test tells: "
+        "pytest katas/04_scheduling -k schedule_parallel"
+    )
+    assert any("the loops over 'i' outside" in m for m in slow.shape_mistakes())
     right = TaskUnderTest(kata, kata.task("schedule_parallel"), reference_learner(kata), tvm, None)
     assert "--nest --diff" in right.speed_advice()
     # A task with no shape checks (kata 08's) is told the same diff, not a LookupError.

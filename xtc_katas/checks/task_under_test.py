@@ -268,12 +268,15 @@ class TaskUnderTest:
         return speed_judge.judge_speed(self, found, advice, **recorded)
 
     def speed_advice(self) -> str:
-        """A slow kernel's "next:" line, where its test names none: the first thing the
-        task's shape checks find missing in its loop nest, or, with the shape there, how
+        """A slow kernel's "next:" line, where its test names none: with a shape check
+        failing, that the task's shape test tells what the loop nest lacks (told there, and
+        in a learner's run in the same block: not twice), or, with the shape there, how
         to diff it against the reference (a hint may be about what the learner did)."""
-        mistakes = self.shape_mistakes() if self.task.shape else []
-        if mistakes:
-            return f"your loop nest: {mistakes[0]}"
+        if self.task.shape and self.shape_mistakes():
+            return (
+                "your loop nest lacks this step's shape, which this task's shape test tells: "
+                f"pytest katas/{self.kata.id} -k {self.function}"
+            )
         yours = "your loop nest has this step's shape, and still" if self.task.shape else "yours"
         return (
             f"{yours} runs slower than the reference: read the code it became, xtc-katas "

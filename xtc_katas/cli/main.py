@@ -368,7 +368,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine.remember_cpu_reading()  # XTC reads the CPU at every TVM compile: 1.3 s each time
     try:
         args = build_parser().parse_args(argv)
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe is found here, not at exit
+        return code
+    except BrokenPipeError:  # `xtc-katas ... | head`: the reader has what it wanted
+        # Python's recipe (docs, signal module: "Note on SIGPIPE"): stdout to devnull so
+        # the interpreter's own flush at exit does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except LookupError as exc:
         print(f"xtc-katas: {exc}", file=sys.stderr)
         return 2

@@ -143,7 +143,7 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> Told |
         )
     function = learner_function(kata, tb, exc)
     if function is None:
-        return None
+        return _test_failed(exc)
     file, line, raiser, code = (frames(tb, exc) or [("", 0, None, "")])[-1]
     if isinstance(exc, NotImplementedError) and raiser == function:
         return Told(not_implemented(kata, function))
@@ -167,3 +167,15 @@ def describe(kata: Kata, exc: BaseException, tb: TracebackType | None) -> Told |
         + (f"\n  at {at}" if at else ""),
         keep_traceback=True,
     )
+
+
+def _test_failed(exc: BaseException) -> Told | None:
+    """A kata test's own failure (a plain assert, pytest.raises' "DID NOT RAISE") with
+    notes (hypothesis's falsifying example, which holds the harness's objects): its message
+    alone, the notes in pytest's traceback under pytest -v. pytest's one-line crash
+    message, which a learner's run prints otherwise, carries the notes, and two tests
+    failing for one cause would differ by their examples' test names."""
+    if not getattr(exc, "__notes__", None) or not str(exc):
+        return None
+    message = str(exc) if isinstance(exc, AssertionError) else f"{type(exc).__name__}: {exc}"
+    return Told(message, keep_traceback=True)
