@@ -92,14 +92,15 @@ def wrap(command: list[str], cwd: str, writable: dict[Path, str]) -> list[str]:
     bwrap = ["bwrap", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid"]
     bwrap += ["--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     bwrap += ["--cap-add", "CAP_SETUID,CAP_SETGID"] if root else ["--unshare-user"]
+    bwrap += ["--proc", "/proc", "--dev", "/dev"]
+    # The tmpfs first: a venv or a grading under /tmp is bound over it, not hidden by it.
+    for tmp in ("/dev/shm", "/tmp"):  # libomp registers itself in /dev/shm
+        bwrap += ["--perms", "01777", "--size", str(TMP_BYTES), "--tmpfs", tmp]
     extra = [p for p in _venv() if os.path.exists(p)]
     bwrap += _folders(extra)
     for path in [*SYSTEM, *extra]:
         if os.path.exists(path):
             bwrap += ["--ro-bind", path, path]
-    bwrap += ["--proc", "/proc", "--dev", "/dev"]
-    for tmp in ("/dev/shm", "/tmp"):  # libomp registers itself in /dev/shm
-        bwrap += ["--perms", "01777", "--size", str(TMP_BYTES), "--tmpfs", tmp]
     for outside, inside in writable.items():
         bwrap += ["--bind", str(outside), inside]
     bwrap += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
