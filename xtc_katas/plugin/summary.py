@@ -234,7 +234,7 @@ def speed_lines(terminalreporter: Any) -> None:
                     f"{name}: " + ", ".join(f"{k} {_fmt(k, v)}" for k, v in shown.items())
                 )
                 continue
-            over = figures.get("over") or _baseline(bound)
+            over = figures.get("over", "naive")
             line = (
                 f"{name}: yours {figures['speedup']:.3g}x, reference "
                 f"{figures['reference_speedup']:.3g}x, bar {figures['bar']:.3g}x"
@@ -257,12 +257,6 @@ def speed_lines(terminalreporter: Any) -> None:
         terminalreporter.write_sep("=", "figures of this run")
     for line in sorted(races) + sorted(others):
         terminalreporter.write_line(line)
-
-
-def _baseline(bound: dict) -> str:
-    """What a race's speedups are over: the manifest's baseline of its task."""
-    task = find(bound["kata"]).task(bound["tasks"][0]) if bound["tasks"] else None
-    return "your schedule unfused" if task and task.baseline == "unfused" else "naive"
 
 
 def performance_section(terminalreporter: Any) -> None:
