@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from xtc_katas import ROOT
@@ -177,7 +177,7 @@ def _uncommitted(
             f"graded commit {commit[:12]} ({ref}); the folder's {files} differ from it "
             "(changes after it, committed or not): not graded"
         )
-    return Submission(sub.id, sub.name, sub.source, sub.files, (*sub.notes, note), sub.problem)
+    return replace(sub, notes=(*sub.notes, note))
 
 
 def _collect(
