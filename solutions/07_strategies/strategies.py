@@ -24,9 +24,10 @@ from xtc.utils.cpu import cpu_info
 def make_strategy(graph: Any) -> Any:
     """Choose a strategy class of xtc.search.strategies and its parameters for `graph`."""
     lanes = cpu_info()["vsize"]["float32"]
+    registers = 16 if lanes == 8 else 32  # ymm0-15 (AVX2), zmm0-31 (AVX-512), v0-v31 (NEON)
     # Two levels of tiling with the inner tile vectorized, and samples filtered by what
     # fits in the vector registers and the caches: few wasted samples in 30.
-    return Strategy_PPRPRPvr(graph, vec_size=lanes, max_unroll=64, vreg_num=2 * lanes)
+    return Strategy_PPRPRPvr(graph, vec_size=lanes, max_unroll=64, vreg_num=registers)
 
 
 def explore_strategy(

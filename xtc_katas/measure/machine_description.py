@@ -165,6 +165,18 @@ def hwcap() -> int:
     return int(getauxval(ctypes.c_ulong(AT_HWCAP)))
 
 
+def emulated_by_qemu() -> bool:
+    """True where an AArch64 process runs on an x86 kernel, as tools/arm64_emulated.sh runs
+    the suite (QEMU's user mode): /proc/cpuinfo is then the host's, with x86's "vendor_id".
+    A time measured there is QEMU's, and says nothing of an ARM CPU."""
+    if arch() != "aarch64":
+        return False
+    try:
+        return "vendor_id" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
 def emulated_isa() -> str | None:
     isa = os.environ.get(ISA_ENV, "").strip().lower() or None
     if isa is not None and isa not in EMULATED:
