@@ -33,7 +33,16 @@ def test_native_compiles_take_no_extra_options(monkeypatch):
     assert machine.compiler_options(TvmBackendStandIn) == {}
 
 
-def test_an_avx2_emulation_compiles_for_avx2_on_both_backends(monkeypatch):
+@pytest.fixture
+def x86_host(monkeypatch):
+    """An x86-64 host, the only kind an emulated ISA runs on (an ARM one refuses it:
+    test_an_arm_machine_refuses_an_x86_emulation); these tests read the settings alone."""
+    import platform
+
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+
+
+def test_an_avx2_emulation_compiles_for_avx2_on_both_backends(x86_host, monkeypatch):
     monkeypatch.setenv(machine.ISA_ENV, "avx2")
     assert machine.compiler_options(TvmBackendStandIn) == {"target": "x86_64", "arch": "avx2"}
     assert machine.compiler_options(MlirBackendStandIn) == {"cpu": "haswell"}
@@ -45,7 +54,7 @@ def test_an_unknown_isa_is_refused(monkeypatch):
         machine.compiler_options(TvmBackendStandIn)
 
 
-def test_an_avx2_emulation_reports_8_lanes_to_xtc(monkeypatch):
+def test_an_avx2_emulation_reports_8_lanes_to_xtc(x86_host, monkeypatch):
     import xtc.utils.cpu as cpu
 
     monkeypatch.setattr(cpu, "cpu_info", cpu.cpu_info)  # restored after the test
@@ -54,7 +63,7 @@ def test_an_avx2_emulation_reports_8_lanes_to_xtc(monkeypatch):
     assert cpu.cpu_info()["vsize"]["float32"] == 8
 
 
-def test_every_compile_of_an_emulated_backend_is_for_the_emulated_isa(monkeypatch):
+def test_every_compile_of_an_emulated_backend_is_for_the_emulated_isa(x86_host, monkeypatch):
     # A learner's search compiles through the Backend class it is handed: emulation
     # must reach those compiles too, or an AVX-512 search picks tiles an AVX2 machine
     # would not.
