@@ -337,15 +337,27 @@ def test_neon_is_read_from_the_auxiliary_vector_where_cpuinfo_says_nothing(monke
     assert md.arm_flags(x86) is x86
 
 
-def test_qemu_is_told_from_arm_hardware_by_an_x86_cpuinfo(aarch64, monkeypatch):
+def test_qemu_is_told_from_arm_hardware_by_the_kernels_x86_cpu(aarch64, monkeypatch):
     # Kata 08's reference times no candidate under QEMU (hours, and meaningless there).
     from pathlib import Path
 
-    cpuinfo = {"x86": "vendor_id\t: GenuineIntel\nflags\t: fpu sse2\n"}
-    cpuinfo["arm"] = "processor\t: 0\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\n"
-    for host, emulated in (("x86", True), ("arm", False)):
-        monkeypatch.setattr(Path, "read_text", lambda self, host=host: cpuinfo[host])
-        assert md.emulated_by_qemu() is emulated, host
+    seen = {
+        "QEMU 7.2": {
+            "modalias": "cpu:type:x86,ven0000fam0006mod00A7:feature:,0000\n",
+            "cpuinfo": "vendor_id\t: GenuineIntel\nflags\t: fpu sse2\n",
+        },
+        "a QEMU emulating cpuinfo": {
+            "modalias": "cpu:type:x86,ven0000fam0006mod00A7\n",
+            "cpuinfo": "processor\t: 0\nFeatures\t: fp asimd\n",
+        },
+        "ARM hardware": {
+            "modalias": "cpu:type:aarch64:feature:,0000,0001\n",
+            "cpuinfo": "processor\t: 0\nFeatures\t: fp asimd\n",
+        },
+    }
+    for host, files in seen.items():
+        monkeypatch.setattr(Path, "read_text", lambda self, f=files: f[self.name])
+        assert md.emulated_by_qemu() is (host != "ARM hardware"), host
     monkeypatch.setattr(md, "arch", lambda: "x86_64")
     assert not md.emulated_by_qemu()
 

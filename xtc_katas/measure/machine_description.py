@@ -167,14 +167,18 @@ def hwcap() -> int:
 
 def emulated_by_qemu() -> bool:
     """True where an AArch64 process runs on an x86 kernel, as tools/arm64_emulated.sh runs
-    the suite (QEMU's user mode): /proc/cpuinfo is then the host's, with x86's "vendor_id".
-    A time measured there is QEMU's, and says nothing of an ARM CPU."""
+    the suite (QEMU's user mode). The kernel's CPU type in sysfs is x86's there (QEMU does
+    not emulate sysfs), and QEMU 7.2's /proc/cpuinfo is the host's, with x86's "vendor_id"
+    (later QEMUs emulate that file). A time measured there is QEMU's, not an ARM CPU's."""
     if arch() != "aarch64":
         return False
-    try:
-        return "vendor_id" in Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
+    seen = ""
+    for path in ("/sys/devices/system/cpu/modalias", "/proc/cpuinfo"):
+        try:
+            seen += Path(path).read_text()
+        except OSError:
+            continue
+    return "cpu:type:x86" in seen or "vendor_id" in seen
 
 
 def emulated_isa() -> str | None:
