@@ -23,7 +23,7 @@ def schedule_interchange(sch: Any) -> None:
 
 
 def schedule_vectorize(sch: Any) -> None:
-    """Tile j by 16 (a multiple of 8 AVX2 lanes and of 16 AVX-512 lanes), vectorize it."""
+    """Tile j by 16 (a multiple of 4 NEON, 8 AVX2 and 16 AVX-512 lanes), vectorize it."""
     sch.strip_mine("j", {"j1": 16})
     sch.interchange(["i", "k", "j", "j1"])
     sch.vectorize(["j1"])

@@ -16,8 +16,9 @@ Read README.md in this folder first (start with TVM: packing works on TVM only i
 This reference picks its micro-kernel and cache blocks per machine, the way ATLAS and
 OpenBLAS pick a kernel per CPU: the best shape differs from one CPU to the next (4x64 or
 8x32 on an AMD EPYC family 26, 6x64 with a split of i on Intel Xeon family 6 models 167
-and 207, all AVX-512; 4x16 or 6x16 on AVX2), so it measures the
-candidates that fit this CPU's registers, once, and keeps the fastest in a cache file.
+and 207, all AVX-512; 4x16 or 6x16 on AVX2; on NEON, 32 registers of 4 lanes, none
+measured: 4x16 holds 16 accumulators in 21), so it measures the candidates that fit this
+CPU's registers, once, and keeps the fastest in a cache file.
 """
 
 import contextlib

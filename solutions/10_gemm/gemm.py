@@ -51,8 +51,9 @@ def gemm_vectorize(sch: Any) -> None:
 def gemm_permute(sch: Any) -> None:
     """Step 3: step 2, with the loops inside a block reordered: a row, then k1, then j1.
 
-    A row of the block (32 floats: two AVX-512 or four AVX2 vectors) then stays in
-    registers for the 4 steps of k1, and A is read along its rows.
+    A row of the block (32 floats: two AVX-512, four AVX2 or eight NEON vectors, so 8
+    fmla per step of k1 on NEON) then stays in registers for the 4 steps of k1, and A is
+    read along its rows.
     """
     _blocks(sch)
     sch.interchange(["i", "j", "k", "i1", "k1", "j1"])
