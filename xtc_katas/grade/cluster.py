@@ -48,6 +48,8 @@ QUIET = {
     "distributed.worker.memory.monitor-interval": "1s",
     "distributed.scheduler.work-stealing": False,
 }
+#: A LocalCluster's worker is never given up on: its nanny restarts it (local_cluster).
+NEVER_LOST = "30 days"
 #: Seconds to wait for a first worker to join a scheduler given by address.
 WAIT_FOR_WORKERS = 120
 
@@ -69,6 +71,14 @@ def local_cluster(directory: Path, n_workers: int = 1, threads_per_worker: int =
     from distributed import LocalCluster
 
     settings = {"distributed.nanny.pre-spawn-environ": {}, "temporary-directory": str(directory)}
+    # A worker that a submission killed is restarted by its nanny. LocalCluster (a
+    # SpecCluster) also closes that nanny for good if, `lost-worker-timeout` (15 s) after
+    # a worker's death, no worker of its name is registered: under load, a submission that
+    # killed its worker twice did so while the restarted one was still registering, and the
+    # class then waited for a node forever (tests/test_grade.py's killed-worker test, past
+    # 400 s at a load of 7-9, 2-vCPU AMD EPYC family 25 model 1). SpecCluster reads it at
+    # each death, not at creation: set for the process.
+    dask.config.set({"distributed.deploy.lost-worker-timeout": NEVER_LOST})
     with dask.config.set({**QUIET, **settings}):
         return LocalCluster(
             n_workers=n_workers,
