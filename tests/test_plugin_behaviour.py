@@ -172,3 +172,24 @@ def test_a_failing_tasks_block_folds_one_cause_and_keeps_each_tasks_own():
     assert out.count("assert 0.0002") == 1, out
     assert "  1 more test of this task fails for the same cause" in reporter.lines, out
     assert out.count(raised) == 2 and "same cause as" not in out, out
+
+
+def test_a_speed_summary_says_what_each_figure_is_over():
+    """Issue 57: the header called kata 08's figures (over numpy) and kata 09's (over the
+    learner's own schedule unfused) "x naive"."""
+    from xtc_katas.plugin.summary import speed_lines
+
+    race = {"speedup": 0.6, "reference_speedup": 0.7, "bar": 0.5}
+    reporter = Reporter(
+        [
+            passed(("schedule_large",), "tvm", **race, over="numpy"),
+            passed(("schedule_fused",), "tvm", **race, over="your schedule unfused"),
+        ]
+    )
+    speed_lines(reporter)
+    assert "x naive" not in reporter.lines[0], reporter.lines[0]
+    assert reporter.lines[2:] == [
+        "schedule_fused [tvm]: yours 0.6x, reference 0.7x, bar 0.5x "
+        "(each over your schedule unfused)",
+        "schedule_large [tvm]: yours 0.6x, reference 0.7x, bar 0.5x (each over numpy)",
+    ]

@@ -238,7 +238,7 @@ def speed_lines(terminalreporter: Any) -> None:
             line = (
                 f"{name}: yours {figures['speedup']:.3g}x, reference "
                 f"{figures['reference_speedup']:.3g}x, bar {figures['bar']:.3g}x"
-                + ("" if over == "naive" else f" (x {over})")
+                + ("" if over == "naive" else f" (each over {over})")
             )
             previous = figures.get("previous_speedup")
             if figures.get("step") and previous and figures["speedup"] < ABOVE_PREVIOUS * previous:
@@ -250,7 +250,7 @@ def speed_lines(terminalreporter: Any) -> None:
             races.append(line)
     if races:
         terminalreporter.write_sep(
-            "=", "speed in this run (x naive: yours, the reference, the bar)"
+            "=", "speed in this run (yours, the reference, the bar: over naive, or as a line says)"
         )
         terminalreporter.write_line(f"measured on {machine.describe()}")
     elif others:
