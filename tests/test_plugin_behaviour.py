@@ -193,3 +193,29 @@ def test_a_speed_summary_says_what_each_figure_is_over():
         "(each over your schedule unfused)",
         "schedule_large [tvm]: yours 0.6x, reference 0.7x, bar 0.5x (each over numpy)",
     ]
+
+
+def test_a_speed_summary_has_no_figure_for_a_task_that_failed_on_that_backend():
+    """Issue 57: kata 09 on MLIR printed 1.16x for a kernel whose numerics failed (75% of
+    its outputs NaN): a race's line needs every test of its task on its backend passed."""
+    from xtc_katas.plugin.summary import speed_lines
+
+    race = {"speedup": 1.16, "reference_speedup": 0.97, "bar": 0.75}
+    wrong = passed(("schedule_vectorize",), "mlir", **race)
+    numerics = pytest.TestReport(
+        "k.py::test_computes[mlir]",
+        ("k.py", 1, "x"),
+        {},
+        "failed",
+        "75% NaN",
+        "call",
+        [],
+        1.0,
+        user_properties=[("xtc-katas-bound", dict(wrong.user_properties)["xtc-katas-bound"])],
+    )
+    reporter = Reporter([wrong, passed(("schedule_vectorize",), "tvm", **race)])
+    reporter.stats["failed"] = [numerics]
+    speed_lines(reporter)
+    assert reporter.lines[2:] == [
+        "schedule_vectorize [tvm]: yours 1.16x, reference 0.97x, bar 0.75x"
+    ]
