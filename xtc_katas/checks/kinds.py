@@ -196,8 +196,8 @@ class Kind:
     def in_own_terms(self, mistakes: list[str], loop_nest: Any) -> list[str]:
         """The loop-nest checks' messages in the terms the learner writes: a spec's writer
         never sees descript's loop names ('i0' for "i#4") nor calls unroll(): each loop
-        named is followed by its key, and an unroll is asked of that key's annotations (the
-        message points to them; it does not write the spec's line for the learner)."""
+        named is followed by its key, and an unroll is said as the spec's annotation,
+        `"i#4": {"unroll": True}`."""
         if self.probe not in (spec_probe, candidate_probe):
             return mistakes
         keys = {
@@ -211,8 +211,7 @@ class Kind:
                 if f"'{name}'" in mistake:  # unrolling, in a spec, is an annotation
                     mistake = re.sub(
                         r"unroll it by its (full )?size",
-                        f'unroll it by its full size (which annotation of "{key}" does that, '
-                        "kata 05's lesson?)",
+                        f'unroll it, "{key}": {{"unroll": True}}',
                         mistake,
                     )
                 mistake = mistake.replace(f"'{name}'", f"'{name}' (your \"{key}\")", 1)
