@@ -219,3 +219,19 @@ def test_a_speed_summary_has_no_figure_for_a_task_that_failed_on_that_backend():
     assert reporter.lines[2:] == [
         "schedule_vectorize [tvm]: yours 1.16x, reference 0.97x, bar 0.75x"
     ]
+
+
+def test_one_test_failing_on_both_backends_with_one_first_line_is_one_cause():
+    """Issue 57: "and test_...[tvm], for another cause:" told the same cause again when
+    only a backend's note after the first line differed."""
+    from xtc_katas.plugin.summary import tell_failing_tasks
+
+    first = "01_peak › percent_of_peak(): 0.5x, below the bar of 0.7x"
+    mlir = failed("test_speed[mlir]", "percent_of_peak", first)
+    tvm = failed("test_speed[tvm]", "percent_of_peak", first + "\n  note: the step did not pay")
+    for report, backend in ((mlir, "mlir"), (tvm, "tvm")):
+        dict(report.user_properties)["xtc-katas-bound"]["backend"] = backend
+    reporter = Reporter([])
+    tell_failing_tasks(reporter, [mlir, tvm])
+    out = "\n".join(reporter.lines)
+    assert "for another cause" not in out and out.count(first) == 1, out

@@ -159,7 +159,19 @@ def tell_failing_tasks(terminalreporter: Any, failing: list[pytest.TestReport]) 
                 continue
         causes: dict[str, list[pytest.TestReport]] = {}
         for report in reports:
-            causes.setdefault(_cause(said(report)), []).append(report)
+            cause = _cause(said(report))
+            # One test on two backends whose first lines agree failed for one cause, whatever
+            # the lines after them (a note on one backend's step that did not pay).
+            cause = next(
+                (
+                    told
+                    for told, same in causes.items()
+                    if _on_any_backend(same[0]) == _on_any_backend(report)
+                    and told.splitlines()[:1] == cause.splitlines()[:1]
+                ),
+                cause,
+            )
+            causes.setdefault(cause, []).append(report)
         told = []
         for number, (cause, same) in enumerate(causes.items()):
             first = same[0]
