@@ -261,7 +261,7 @@ def test_show_keeps_the_reference_for_after_the_task_passes_or_spoil(repo):
     "args, expected",
     [
         (("3", "--nest"), "03_compile compile_baseline on mlir"),
-        (("6", "--nest", "--candidate", "4x32 tile"), "06_explore candidate_specs on mlir"),
+        (("6", "--nest", "--candidate", "4x16 tile"), "06_explore candidate_specs on mlir"),
         (("7", "--ir", "--sample", "1"), "07_strategies make_strategy on mlir"),
     ],
     ids=["03 baseline", "06 candidate", "07 sample"],

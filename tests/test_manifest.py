@@ -457,6 +457,37 @@ def test_a_hint_that_writes_out_the_solution_is_named():
     assert handed_over("how large must max_unroll be? Which keyword sets threads?", source) == []
 
 
+def spelled_together(text: str, source: str) -> list[str]:
+    """A class the solution builds with two keywords or more, named in `text` with every
+    one of those keywords: a task's hints that, read together, spell the constructor call
+    (kata 07's named Strategy_PPRPRPvr in one hint and vec_size, max_unroll and vreg_num
+    in the next, issue 57), whatever values they leave out."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else ast.unparse(node.func)
+        keywords = [k.arg for k in node.keywords if k.arg]
+        if not name[:1].isupper() or len(keywords) < 2:
+            continue
+        if all(re.search(rf"\b{re.escape(word)}\b", text) for word in (name, *keywords)):
+            found.append(f"the class {name} with all its keywords ({', '.join(keywords)})")
+    return found
+
+
+def test_hints_that_spell_a_constructor_together_are_named():
+    source = "s = Strategy_PPRPRPvr(graph, vec_size=lanes, max_unroll=64, vreg_num=registers)"
+    old = (  # kata 07's hints 2 and 3 at 46a9953, abridged
+        "The classes: Strategy_OO, Strategy_PPRPRPvr... the vr ones also fit the registers. "
+        "Every strategy takes (graph, vec_size=..., max_unroll=..., threads=1): the vr "
+        "filters also read vreg_num, l1_size and l2_size."
+    )
+    assert spelled_together(old, source) == [
+        "the class Strategy_PPRPRPvr with all its keywords (vec_size, max_unroll, vreg_num)"
+    ]
+    assert spelled_together(old.replace("vreg_num, ", ""), source) == []
+
+
 def _docstrings(path) -> str:
     tree = ast.parse(path.read_text())
     nodes = [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))]
@@ -474,6 +505,12 @@ def test_hints_and_stubs_ask_rather_than_hand_over_the_solution(kata):
         for task in kata.tasks
         for hint in task.hints
         for what in handed_over(hint, source)
+    ]
+    mistakes += [
+        f"{line_of(kata, task.function, 'hints')}: the hints of {task.function} together "
+        f"write out {what}"
+        for task in kata.tasks
+        for what in spelled_together(" ".join(task.hints), source)
     ]
     mistakes += [
         f"{kata.stub_path().relative_to(ROOT)}: a docstring writes out {what}"

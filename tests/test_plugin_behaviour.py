@@ -172,3 +172,66 @@ def test_a_failing_tasks_block_folds_one_cause_and_keeps_each_tasks_own():
     assert out.count("assert 0.0002") == 1, out
     assert "  1 more test of this task fails for the same cause" in reporter.lines, out
     assert out.count(raised) == 2 and "same cause as" not in out, out
+
+
+def test_a_speed_summary_says_what_each_figure_is_over():
+    """Issue 57: the header called kata 08's figures (over numpy) and kata 09's (over the
+    learner's own schedule unfused) "x naive"."""
+    from xtc_katas.plugin.summary import speed_lines
+
+    race = {"speedup": 0.6, "reference_speedup": 0.7, "bar": 0.5}
+    reporter = Reporter(
+        [
+            passed(("schedule_large",), "tvm", **race, over="numpy"),
+            passed(("schedule_fused",), "tvm", **race, over="your schedule unfused"),
+        ]
+    )
+    speed_lines(reporter)
+    assert "x naive" not in reporter.lines[0], reporter.lines[0]
+    assert reporter.lines[2:] == [
+        "schedule_fused [tvm]: yours 0.6x, reference 0.7x, bar 0.5x "
+        "(each over your schedule unfused)",
+        "schedule_large [tvm]: yours 0.6x, reference 0.7x, bar 0.5x (each over numpy)",
+    ]
+
+
+def test_a_speed_summary_has_no_figure_for_a_task_that_failed_on_that_backend():
+    """Issue 57: kata 09 on MLIR printed 1.16x for a kernel whose numerics failed (75% of
+    its outputs NaN): a race's line needs every test of its task on its backend passed."""
+    from xtc_katas.plugin.summary import speed_lines
+
+    race = {"speedup": 1.16, "reference_speedup": 0.97, "bar": 0.75}
+    wrong = passed(("schedule_vectorize",), "mlir", **race)
+    numerics = pytest.TestReport(
+        "k.py::test_computes[mlir]",
+        ("k.py", 1, "x"),
+        {},
+        "failed",
+        "75% NaN",
+        "call",
+        [],
+        1.0,
+        user_properties=[("xtc-katas-bound", dict(wrong.user_properties)["xtc-katas-bound"])],
+    )
+    reporter = Reporter([wrong, passed(("schedule_vectorize",), "tvm", **race)])
+    reporter.stats["failed"] = [numerics]
+    speed_lines(reporter)
+    assert reporter.lines[2:] == [
+        "schedule_vectorize [tvm]: yours 1.16x, reference 0.97x, bar 0.75x"
+    ]
+
+
+def test_one_test_failing_on_both_backends_with_one_first_line_is_one_cause():
+    """Issue 57: "and test_...[tvm], for another cause:" told the same cause again when
+    only a backend's note after the first line differed."""
+    from xtc_katas.plugin.summary import tell_failing_tasks
+
+    first = "01_peak › percent_of_peak(): 0.5x, below the bar of 0.7x"
+    mlir = failed("test_speed[mlir]", "percent_of_peak", first)
+    tvm = failed("test_speed[tvm]", "percent_of_peak", first + "\n  note: the step did not pay")
+    for report, backend in ((mlir, "mlir"), (tvm, "tvm")):
+        dict(report.user_properties)["xtc-katas-bound"]["backend"] = backend
+    reporter = Reporter([])
+    tell_failing_tasks(reporter, [mlir, tvm])
+    out = "\n".join(reporter.lines)
+    assert "for another cause" not in out and out.count(first) == 1, out

@@ -60,3 +60,22 @@ def test_the_best_figure_names_its_task_and_what_it_is_over():
     from xtc_katas.cli.main import _best
 
     assert _best(best) == "schedule_fused (tvm): 0.98x its unfused self, 30% of peak"
+
+
+def test_the_best_figure_is_over_what_its_race_recorded():
+    # Kata 08's race is against numpy, kata 09's against the learner's own schedule
+    # unfused: the table called them "x naive" where the race recorded no manifest
+    # baseline of its own (issue 57).
+    from xtc_katas.cli.main import _best
+
+    for number, task, over, shown in (
+        (8, "schedule_large", "numpy", "0.6x numpy"),
+        (9, "schedule_fused", "your schedule unfused", "0.6x over your schedule unfused"),
+    ):
+        kata = find(number)
+        figures = {"speedup": 0.6, "percent_of_peak": 30.0, "over": over}
+        ran = TestResult(
+            kata.id, (task,), "tvm", "passed", progress.module_hash(kata), perf=[figures]
+        )
+        best = kata_status(kata, {"a": ran}).best
+        assert best.over == over and shown in _best(best), _best(best)

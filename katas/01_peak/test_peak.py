@@ -185,9 +185,9 @@ def test_measure_peak_returns_the_best_reading_of_xtcs_benchmark(learner_module)
     calls = "once" if len(taken) == 1 else f"{len(taken)} times"
     check(
         len(taken) >= 3,
-        f"01_peak › measure_peak() called evaluate_flops {calls}: keep the best of several "
-        f"calls (3 or more): each call times its probes once, and a reading that met a "
-        f"neighbour reads low",
+        f"01_peak › measure_peak() called evaluate_flops {calls}: each call times its "
+        "probes once, and a reading that met a neighbour reads low. How many readings "
+        "(3 or more, here) give one a chance to miss the neighbours?",
     )
     check(
         got == max(taken),

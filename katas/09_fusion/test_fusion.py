@@ -14,12 +14,8 @@ from xtc_katas.checks import loop_nests
 
 
 def why_fusion_costs(task):
-    """The cause a slow fused kernel's nest shows, for the failure's "next:" line ("" for
-    the task's last hint)."""
-    nest, problem = task.loop_nest(), task.problem
-    return "; ".join(
-        loop_nests.fused_consumer(nest, problem) + loop_nests.fused_part_rows(nest, problem)
-    )
+    """The cause a slow fused kernel's nest shows, for the failure's "next:" line."""
+    return loop_nests.why_fusion_costs(task.loop_nest(), task.problem)
 
 
 # --- schedule_fused: the relu inside the matmul's nest ------------------------------------

@@ -43,6 +43,7 @@ def schedule_conv(sch: Any) -> None:
 
 
 def schedule_conv_parallel(sch: Any) -> None:
-    """schedule_conv, with the work shared by the cores: each core takes whole output
-    rows, and the threads start once per call."""
+    """schedule_conv, with the output shared by the cores: each core computes its own
+    share of the output (whole rows, columns or channels), and the threads start once
+    per call."""
     raise NotImplementedError

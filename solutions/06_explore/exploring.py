@@ -18,17 +18,23 @@ from collections.abc import Iterator
 from typing import Any
 
 from xtc.schedules.descript import descript_scheduler
+from xtc.utils.cpu import cpu_info
 
 
 def candidate_specs() -> list[tuple[str, dict]]:
     """Your search space: at most 32 (name, spec) pairs, each spec for descript_scheduler."""
     specs = [("i,k,j j#16", {"i": {}, "k": {}, "j": {}, "j#16": {"vectorize": True}})]
-    # Register tiles: rows of C (unrolled) x a vector tile of columns, inside k. The
-    # accumulators (rows x columns / lanes), columns / lanes vectors of B and one broadcast
-    # fit the vector registers, except 4x32's with AVX2 (16 + 4 + 1 = 21 of 16) and NEON
-    # (32 + 8 + 1 = 41 of 32): there it spills, and the tests do not count it as a tile.
+    lanes = cpu_info()["vsize"]["float32"]
+    registers = 16 if lanes == 8 else 32  # ymm0-15 (AVX2), zmm0-31 (AVX-512), v0-v31 (NEON)
+    # Register tiles: rows of C (unrolled) x a vector tile of columns, inside k. Only
+    # those whose accumulators (rows x columns / lanes), columns / lanes vectors of B and
+    # one broadcast of A fit the vector registers: 4x32 spills with AVX2 (16 + 4 + 1 = 21
+    # of 16) and NEON (32 + 8 + 1 = 41 of 32), and a spilling tile is no candidate.
     for rows in (1, 2, 4):
         for columns in (16, 32):
+            vectors = columns // lanes
+            if rows * vectors + vectors + 1 > registers:
+                continue
             spec: dict = {"i": {}, "j": {}, "k": {}}
             if rows > 1:
                 spec[f"i#{rows}"] = {"unroll": True}

@@ -13,21 +13,45 @@ Read README.md in this folder first, then run: pytest katas/07_strategies
 
 import contextlib
 import io
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from xtc.search.strategies import Strategy_PPRPRPvr
 from xtc.utils.cpu import cpu_info
 
 
+def core_caches() -> tuple[int, int]:
+    """One core's L1d and L2 in bytes, where docs/cpus.md says to read them: Linux's
+    /sys/devices/system/cpu/cpu0/cache (lscpu's lines are totals over the cores), or an
+    Apple Silicon performance core's sysctl. XTC's defaults (32 KiB, 1 MiB) elsewhere."""
+    sizes = {"1": 32 * 1024, "2": 1024 * 1024}
+    if sys.platform == "darwin":
+        keys = ("hw.perflevel0.l1dcachesize", "hw.perflevel0.l2cachesize")
+        done = subprocess.run(["sysctl", "-n", *keys], capture_output=True, text=True)
+        read = [int(v) for v in done.stdout.split() if v.isdigit()]
+        return (read[0], read[1]) if len(read) == 2 else (sizes["1"], sizes["2"])
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        level, kind, size = ((index / n).read_text().strip() for n in ("level", "type", "size"))
+        if kind in ("Data", "Unified") and level in sizes and size.endswith("K"):
+            sizes[level] = int(size[:-1]) * 1024
+    return sizes["1"], sizes["2"]
+
+
 def make_strategy(graph: Any) -> Any:
     """Choose a strategy class of xtc.search.strategies and its parameters for `graph`."""
     lanes = cpu_info()["vsize"]["float32"]
     registers = 16 if lanes == 8 else 32  # ymm0-15 (AVX2), zmm0-31 (AVX-512), v0-v31 (NEON)
+    l1, l2 = core_caches()
     # Two levels of tiling with the inner tile vectorized, and samples filtered by what
-    # fits in the vector registers and the caches: few wasted samples in 30.
-    return Strategy_PPRPRPvr(graph, vec_size=lanes, max_unroll=64, vreg_num=registers)
+    # fits in this machine's vector registers and caches (XTC's defaults are 32
+    # registers, 32 KiB and 1 MiB, whatever the machine): few wasted samples in 30.
+    return Strategy_PPRPRPvr(
+        graph, vec_size=lanes, max_unroll=64, vreg_num=registers, l1_size=l1, l2_size=l2
+    )
 
 
 def explore_strategy(

@@ -399,12 +399,19 @@ def fused_part_rows(loop_nest: Any, problem: Problem) -> list[str]:
         if columns:
             found.append(
                 f"the relu is fused at {at!r}, with {columns} (over {j!r}) at or outside it: "
-                f"each fused block is part of some rows of {problem.scheduled_node}, not "
-                "whole rows, and on TVM XTC 0.3.2's one-dimensional relu copies the range "
-                f"of {problem.scheduled_node} that covers the block. Fuse at a loop with "
-                f"every loop over {j!r} inside it: each fused block then holds whole rows"
+                f"each fused block is part of some rows of {problem.scheduled_node}, and on "
+                "TVM XTC 0.3.2's one-dimensional relu copies the range of "
+                f"{problem.scheduled_node} that covers the block: how many floats is that "
+                "range, against the block's? (kata 09's exercise)"
             )
     return found
+
+
+def why_fusion_costs(loop_nest: Any, problem: Problem) -> str:
+    """The one cause a slow fused kernel's nest shows, for the failure's "next:" line ("" for
+    the task's last hint): a fusion at the wrong place first, for its fix changes the
+    blocks; only then what its blocks copy on TVM. A cause is told once."""
+    return "; ".join(fused_consumer(loop_nest, problem) or fused_part_rows(loop_nest, problem))
 
 
 #: Kata 10's block of C, as its stub asks (other sizes: docs/calibration/10_gemm.md).

@@ -54,7 +54,9 @@ def _best(best: BestFigure | None) -> str:
     """The best passed figure, with its task: `04 schedule_parallel: 80.1x naive, 35%`."""
     if best is None:
         return "-"
-    over = "its unfused self" if best.over == "unfused" else best.over
+    over = {"unfused": "its unfused self", "naive": "naive", "numpy": "numpy"}.get(
+        best.over, f"over {best.over}"
+    )
     shown = best.percent_of_peak
     percent = f", {format_percent(shown, 0, '*')} of peak" if shown else ""
     return f"{best.task} ({best.backend}): {best.speedup:.3g}x {over}{percent}"
