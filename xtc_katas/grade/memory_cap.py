@@ -120,7 +120,19 @@ class Cap:
                 time.sleep(0.1)
 
 
+def _remove_stale(base: Path) -> None:
+    """The cgroups left by a grader killed mid-run (its pid gone), once they are empty."""
+    for stale in base.glob("xtc-katas-grade-*-*"):
+        pid = stale.name.split("-")[-2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            try:
+                stale.rmdir()
+            except OSError:
+                continue
+
+
 def _make(base: Path, files: dict[str, int], version: int, limit: int) -> Cap:
+    _remove_stale(base)
     path = base / f"xtc-katas-grade-{os.getpid()}-{next(_numbers)}"
     path.mkdir()
     try:
