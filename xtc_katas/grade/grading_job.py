@@ -248,9 +248,12 @@ def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
                     log = Path(tmp) / f"{kata.id}.log"
                     index["warmed"][f"{kata.id}:{backend}"] = _warm(kata, copy, env, config, log)
                 runtime = "from xtc_katas.measure import module_cache; module_cache.host_runtime()"
-                done = subprocess.run([sys.executable, "-c", runtime], cwd=copy, env=env,
-                                      capture_output=True, timeout=config.timeout)  # fmt: skip
-                index["warmed"]["host runtime"] = f"exit {done.returncode}"
+                try:
+                    done = subprocess.run([sys.executable, "-c", runtime], cwd=copy, env=env,
+                                          capture_output=True, timeout=config.timeout)  # fmt: skip
+                    index["warmed"]["host runtime"] = f"exit {done.returncode}"
+                except subprocess.TimeoutExpired:
+                    index["warmed"]["host runtime"] = f"stopped after {config.timeout:.0f} s"
             for where, _, files in os.walk(root):  # the sandbox's `nobody` reads it
                 os.chmod(where, 0o755)
                 for name in files:
