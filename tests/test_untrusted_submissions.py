@@ -172,9 +172,12 @@ def test_a_failure_reading_one_submission_is_its_own_problem(
 
 def test_ids_that_are_not_names_are_refused_and_a_collision_is_named() -> None:
     dots, bob, bob_zip = Entry("subs/...zip"), Entry("subs/bob"), Entry("subs/bob.zip")
-    chosen = unique_ids([dots, bob, bob_zip])
-    assert [e.id for e in chosen] == ["submission", "bob", "bob-2"]
-    assert chosen[0].notes == ("the id '..' (from subs/...zip) is refused: not a name",)
+    chosen = unique_ids([dots, bob, bob_zip, Entry("subs/class.csv.zip")])
+    assert [e.id for e in chosen] == ["submission", "bob", "bob-2", "submission-2"]
+    assert "the id 'class.csv' (from subs/class.csv.zip) is refused" in chosen[3].notes[0]
+    chosen = chosen[:3]
+    assert chosen[0].notes[0] == "the id '..' (from subs/...zip) is refused: not a name"
+    assert "2 submissions are 'submission' (subs/...zip, subs/class.csv.zip)" in chosen[0].notes[1]
     for entry in chosen[1:]:
         (note,) = entry.notes
         assert note.startswith("id collision: 2 submissions are 'bob' (subs/bob, subs/bob.zip)")

@@ -376,8 +376,9 @@ def _unused(names: list[str], root: str, reader: Callable[[str], bytes]) -> list
     return notes
 
 
-#: Ids that are not names: a results folder named so is --out itself, or its parent.
-NOT_IDS = {"", ".", ".."}
+#: Ids that are not names: a results folder named so is --out itself, its parent, or
+#: one of the class's own files there (which the folder would stop being written).
+NOT_IDS = {"", ".", "..", "class.csv", "class.html"}
 
 
 def default_id(source: str) -> str:
@@ -415,7 +416,8 @@ def roster(path: Path) -> list[Entry]:
 def unique_ids(entries: Sequence[Entry]) -> list[Entry]:
     """Each entry with an id of its own: a second "alice" becomes "alice-2", and both
     say so (which is whose, the grader cannot know: the instructor is told). An id that
-    is not a name (".", "..": a folder above --out) is refused: "submission" instead."""
+    is not a name (".", "..": a folder above --out; "class.csv") is refused: "submission"
+    instead."""
     wanted = []
     for entry in entries:
         base = re.sub(r"[^\w.-]", "_", entry.id or default_id(entry.source))
