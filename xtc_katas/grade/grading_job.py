@@ -12,10 +12,20 @@ missing file, an untouched stub) is a verdict with its cause, `grading_status`
 "graded". The grader's (this node's suite at another commit, pytest unable to run the
 suite, any exception here) raises: Dask reports it to the client, which records
 `grading_status` "grader error" and grades it again on the next run.
+
+No grading writes what another reads. The node's module cache, the references compiled
+once per node before the first submission (trusted_cache, outside any sandbox), is
+read-only in a graded run, and each of its files is checked against the sha256 recorded
+here before it is loaded (measure/module_cache.py); what a run compiles goes to its own
+scratch, removed with it. The sandbox writes only its own folder (the copy, the record,
+that cache); the grader writes each stub into the copy before the first kata runs, keeps
+each run's output where the sandbox cannot reach, and reads the record back as data from
+the other side: no link followed, at most RECORD_BYTES and RECORD_LINES.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
@@ -32,10 +42,12 @@ from typing import Any
 
 from xtc_katas import ROOT
 from xtc_katas.checks.confine import CONFINE_ENV
-from xtc_katas.grade import sandbox
+from xtc_katas.grade import memory_cap, sandbox
 from xtc_katas.grade.cluster import reap
 from xtc_katas.grade.submissions import Submission, stub_name
+from xtc_katas.grade.untrusted_files import Refused, read_end, read_start
 from xtc_katas.kata.manifest import Kata, find
+from xtc_katas.measure import module_cache
 from xtc_katas.tools.repo_copy import copy_repository, learner_env
 
 #: The seconds a kata's tests may take on a node before the run is stopped as hung: the
@@ -48,6 +60,13 @@ UNCONFINED = (
 )
 #: The end of a crashed or hung run's output kept in its verdict (characters).
 OUTPUT_TAIL = 3000
+#: The most of a run's output read back to find why it died (its end).
+LOG_BYTES = 1 << 20
+#: The most of a kata's record read (bytes, lines): a kata's is under 1 MiB, and
+#: every report's message and output are capped (pytest_record.py).
+RECORD_BYTES, RECORD_LINES = 16 << 20, 20_000
+#: Where a node keeps its trusted module cache, under its scratch folder.
+TRUSTED_CACHE = "xtc-katas-trusted-cache"
 
 
 class GraderError(RuntimeError):
@@ -156,12 +175,21 @@ def grade(sub: Submission, config: GradeConfig) -> dict[str, Any]:
     katas = [find(k) for k in config.katas]
     kata_results: list[dict[str, Any]] = []
     tests: list[dict[str, Any]] = []
+    if sub.files:  # the references compiled for this node, before any submission runs
+        node["trusted_cache"] = trusted_cache(katas, config)[1]
     with tempfile.TemporaryDirectory(prefix="xtc-katas-grade-", dir=scratch) as tmp:
-        copy = copy_repository(Path(tmp)) if sub.files else Path(tmp)
+        run = Path(tmp) / "run"  # the sandbox's: the copy, the records, its own cache
+        run.mkdir()
+        copy = copy_repository(run) if sub.files else run
+        for kata in katas:  # every stub, before any of the sandbox's runs could plant a link
+            stub = stub_name(kata)
+            if stub in sub.files and sub.files[stub] != (ROOT / stub).read_bytes():
+                (copy / stub).write_bytes(sub.files[stub])
+        (run / "cache").mkdir()
         if config.confined:
-            sandbox.hand_over(Path(tmp))
+            sandbox.hand_over(run)
         for kata in katas:
-            verdict, kata_tests = grade_kata(kata, sub, copy, config, Path(tmp))
+            verdict, kata_tests = grade_kata(kata, sub, copy, config, Path(tmp), node)
             kata_results.append(verdict)
             tests += kata_tests
     node["load_after"] = list(os.getloadavg())
@@ -189,6 +217,79 @@ def grade(sub: Submission, config: GradeConfig) -> dict[str, Any]:
     }
 
 
+def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
+    """The node's trusted module cache (its folder, and what it holds, in words), the
+    references of `katas` compiled in it first where they are not yet.
+
+    The trusted step: each kata's tests run on the suite's own solutions (`--solutions`,
+    which compiles every reference and naive kernel a graded run asks the cache for),
+    in a clean copy of the suite, outside any sandbox, as the grader, once per node and
+    kata. Every file is then made readable by the sandbox's user, and its sha256
+    recorded beside the folder (module_cache.TRUSTED_INDEX), which a graded run sees
+    read-only: it loads only what matches."""
+    scratch = Path(config.scratch or tempfile.gettempdir())
+    root = scratch / TRUSTED_CACHE
+    index_path = Path(f"{root}{module_cache.TRUSTED_INDEX}")
+    root.mkdir(parents=True, exist_ok=True)
+    backend = config.backend or "mlir,tvm"
+    with open(f"{root}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one node's workers warm it once
+        try:
+            index = json.loads(index_path.read_text())
+        except (OSError, ValueError):
+            index = {"warmed": {}, "files": {}}
+        missing = [k for k in katas if f"{k.id}:{backend}" not in index["warmed"]]
+        if missing or "host runtime" not in index["warmed"]:
+            with tempfile.TemporaryDirectory(prefix="xtc-katas-warm-", dir=scratch) as tmp:
+                copy = copy_repository(Path(tmp))
+                env = {**graded_env(), "XDG_CACHE_HOME": tmp}
+                env[module_cache.DIR_ENV] = str(root / "modules")
+                for kata in missing:
+                    log = Path(tmp) / f"{kata.id}.log"
+                    index["warmed"][f"{kata.id}:{backend}"] = _warm(kata, copy, env, config, log)
+                runtime = "from xtc_katas.measure import module_cache; module_cache.host_runtime()"
+                try:
+                    done = subprocess.run([sys.executable, "-c", runtime], cwd=copy, env=env,
+                                          capture_output=True, timeout=config.timeout)  # fmt: skip
+                    index["warmed"]["host runtime"] = f"exit {done.returncode}"
+                except subprocess.TimeoutExpired:
+                    index["warmed"]["host runtime"] = f"stopped after {config.timeout:.0f} s"
+            for where, _, files in os.walk(root):  # the sandbox's `nobody` reads it
+                os.chmod(where, 0o755)
+                for name in files:
+                    os.chmod(os.path.join(where, name), 0o644)
+            index["files"] = module_cache.index(root)
+            partial = index_path.with_name(index_path.name + ".tmp")
+            partial.write_text(json.dumps(index))
+            partial.replace(index_path)
+    warmed = ", ".join(f"{k} ({v})" for k, v in sorted(index["warmed"].items()))
+    return root, f"{len(index['files'])} files checked by sha256; references of {warmed}"
+
+
+def _warm(kata: Kata, copy: Path, env: dict[str, str], config: GradeConfig, log: Path) -> str:
+    """The kata's tests on the solutions, in `copy`: what they compile fills the cache.
+    Its verdict does not matter (a race lost on a busy node); how it ended is kept."""
+    command = [sys.executable, "-m", "pytest", f"katas/{kata.id}", "-q", "--no-header"]
+    command += ["--solutions", "-p", "no:cacheprovider"]
+    if config.backend:
+        command.append(f"--backend={config.backend}")
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            return f"exit {process.wait(timeout=config.timeout)}"
+        except subprocess.TimeoutExpired:
+            return f"stopped after {config.timeout:.0f} s"
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+
+
 def overall(
     kata_results: list[dict[str, Any]], sub: Submission, notes: list[str]
 ) -> tuple[str, str]:
@@ -197,7 +298,7 @@ def overall(
     if all(v == "passed" for v in verdicts):
         status = "pass"
     elif any(v in ("crashed", "timed out") for v in verdicts) or all(
-        v == "missing" for v in verdicts
+        v in ("missing", "refused") for v in verdicts
     ):
         status = "error"
     else:
@@ -263,10 +364,19 @@ def _kata_verdict(
 
 
 def grade_kata(
-    kata: Kata, sub: Submission, copy: Path, config: GradeConfig, tmp: Path
+    kata: Kata,
+    sub: Submission,
+    copy: Path,
+    config: GradeConfig,
+    tmp: Path,
+    node: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(The kata's verdict, its tests) for one kata of the submission."""
+    """(The kata's verdict, its tests) for one kata of the submission, whose stub is in
+    `copy` (under tmp/run, the sandbox's); what the node allowed goes to `node`."""
     stub = stub_name(kata)
+    if stub in sub.refused:
+        tests = _placeholder_tests(kata, "error", sub.refused[stub])
+        return _kata_verdict(kata, "refused", sub.refused[stub], tests), tests
     if stub not in sub.files:
         cause = sub.problem or f"{stub} is missing from the submission"
         tests = _placeholder_tests(kata, "error", cause)
@@ -275,12 +385,20 @@ def grade_kata(
         cause = f"{stub} is the untouched stub"
         tests = _placeholder_tests(kata, "fail", cause)
         return _kata_verdict(kata, "not attempted", cause, tests), tests
-    (copy / stub).write_bytes(sub.files[stub])
-    record, log = tmp / f"{kata.id}.jsonl", tmp / f"{kata.id}.log"
+    record, log = tmp / "run" / f"{kata.id}.jsonl", tmp / f"{kata.id}.log"
+    cap = memory_cap.create() if config.confined else memory_cap.Cap(None, "none: unconfined")
+    if node is not None:
+        node["memory_cap"] = cap.how
     started = time.monotonic()
-    code, timed_out = run_pytest(kata, copy, record, log, config)
+    try:
+        code, timed_out = run_pytest(kata, copy, record, log, config, cap)
+        capped = cap.hit()
+    finally:
+        cap.remove()
+    if node is not None:  # what it compiled itself, in its own cache: the trusted one missed
+        node["own_compiles"] = _count(tmp / "run" / "cache" / "modules", "module.so")
     seconds = time.monotonic() - started
-    events = _events(record)
+    events, cut = _events(record)
     collected = next((e["tests"] for e in events if e["event"] == "collected"), [])
     finish = next((e for e in events if e["event"] == "finish"), None)
     starts = [e["nodeid"] for e in events if e["event"] == "start"]
@@ -303,6 +421,8 @@ def grade_kata(
         cause = f"the test run {_death(code)}" + _where(running)
     else:
         verdict, cause = "ran", ""
+    cause += (cap.said() if capped else "") + (f"; {cut}" if cut else "")
+    cause = cause.removeprefix("; ")
     tests = []
     for entry in collected:
         status, message, output, figures = _outcome(entry["nodeid"], reports, running, cause)
@@ -327,11 +447,37 @@ EVENTS: dict[str, dict[str, type]] = {
 }
 
 
-def _events(record: Path) -> list[dict[str, Any]]:
-    """The record's events; a line cut short by the run's death, or not one of EVENTS
-    with its fields, is left out."""
-    events = []
-    lines = record.read_text(errors="replace").splitlines() if record.exists() else []
+def _count(folder: Path, name: str, most: int = 10_000) -> int:
+    """The files called `name` under `folder` (the sandbox's: no link followed, at most
+    `most` entries looked at)."""
+    found = seen = 0
+    for _, dirs, files in os.walk(folder):
+        found += files.count(name)
+        seen += len(dirs) + len(files)
+        if seen > most:
+            break
+    return found
+
+
+def _events(record: Path) -> tuple[list[dict[str, Any]], str]:
+    """The record's events, and what stopped its reading ("" if nothing did); a line cut
+    short by the run's death, or not one of EVENTS with its fields, is left out. The
+    record is the sandbox's file: read as data, at most RECORD_BYTES and RECORD_LINES,
+    and not at all if it is not a regular file (a link, a FIFO)."""
+    events: list[dict[str, Any]] = []
+    try:
+        data, whole = read_start(record, RECORD_BYTES)
+    except FileNotFoundError:
+        return events, ""
+    except (OSError, Refused) as why:
+        return events, f"the run's record {why}: not read"
+    lines = data.decode(errors="replace").splitlines()
+    cut = "" if whole else f"the run's record was read up to its first {RECORD_BYTES >> 20} MiB"
+    if len(lines) > RECORD_LINES:
+        lines, cut = (
+            lines[:RECORD_LINES],
+            f"the run's record was read up to its {RECORD_LINES:,}th line",
+        )
     for line in lines:
         try:
             event = json.loads(line)
@@ -340,7 +486,7 @@ def _events(record: Path) -> list[dict[str, Any]]:
         fields = EVENTS.get(event.get("event")) if isinstance(event, dict) else None
         if fields is not None and all(isinstance(event.get(k), t) for k, t in fields.items()):
             events.append(event)
-    return events
+    return events, cut
 
 
 def _outcome(
@@ -391,37 +537,53 @@ def _tail(log: Path) -> str:
     """The part of a run's output that says why it died: Python's fault handler report
     (its first lines name the learner's function, most recent call first), else the end."""
     try:
-        text = log.read_text(errors="replace")
-    except OSError:
+        text = read_end(log, LOG_BYTES).decode(errors="replace")
+    except (OSError, Refused):
         return ""
     fault = text.find("Fatal Python error")
     return text[fault : fault + OUTPUT_TAIL] if fault >= 0 else text[-OUTPUT_TAIL:]
 
 
 def run_pytest(
-    kata: Kata, copy: Path, record: Path, log: Path, config: GradeConfig
+    kata: Kata,
+    copy: Path,
+    record: Path,
+    log: Path,
+    config: GradeConfig,
+    cap: memory_cap.Cap | None = None,
 ) -> tuple[int | None, bool]:
     """pytest on one kata in the copy: (exit code or -signal, whether it timed out).
 
     In a session of its own, so that a timeout stops it and every kernel it forked; and,
     where util-linux's setpriv is found, with SIGKILL as its parent-death signal, so that
     a worker killed mid-job does not leave its pytest running beside the next grade."""
-    env, cwd = graded_env(), str(copy)
-    if config.confined:  # the grading's folder (the copy, the record) and the module cache
-        cache = Path(config.scratch or tempfile.gettempdir()) / "xtc-katas-module-cache"
-        if not cache.exists():
-            cache.mkdir()
-            sandbox.hand_over(cache)
+    env, cwd, run = graded_env(), str(copy), record.parent
+    trusted = trusted_cache([kata], config)[0]
+    own, node_cache = run / "cache", str(trusted)
+    if (
+        config.confined
+    ):  # the grading's folder (the copy, the record, its cache), read-only the node's
         grading = Path(sandbox.GRADING)
-        cwd, record = str(grading / copy.relative_to(record.parent)), grading / record.name
+        cwd, record = str(grading / copy.relative_to(run)), grading / record.name
+        own, node_cache = grading / "cache", sandbox.CACHE
         hidden = {"hide": [f"{cwd}/solutions"], "read_only": [sandbox.GRADING, sandbox.CACHE]}
-        env.update({CONFINE_ENV: json.dumps(hidden), "XDG_CACHE_HOME": sandbox.CACHE})
+        env[CONFINE_ENV] = json.dumps(hidden)
+    env.update(
+        {
+            "XDG_CACHE_HOME": str(own),
+            module_cache.DIR_ENV: str(own / "modules"),
+            module_cache.TRUSTED_ENV: node_cache,
+        }
+    )
     command = [sys.executable, "-m", "pytest", f"katas/{kata.id}", "-q", "--no-header"]
     command += ["-p", "xtc_katas.grade.pytest_record", f"--grade-record={record}"]
     if config.backend:
         command.append(f"--backend={config.backend}")
     if config.confined:
-        command = sandbox.wrap(command, cwd, {log.parent: sandbox.GRADING, cache: sandbox.CACHE})
+        index = Path(f"{trusted}{module_cache.TRUSTED_INDEX}")
+        read_only = {trusted: sandbox.CACHE, index: sandbox.CACHE + module_cache.TRUSTED_INDEX}
+        command = sandbox.wrap(command, cwd, {run: sandbox.GRADING}, read_only)
+    command = cap.wrap(command) if cap is not None else command
     setpriv = shutil.which("setpriv")
     if setpriv:
         command = [setpriv, "--pdeathsig", "KILL", *command]

@@ -5,12 +5,15 @@ What the graded run sees (docs/grading.md has the threat model's table):
 - a read-only system (/usr, /etc, ... and the suite's venv), nothing else of the node's
   files: not the instructor's home, the grades, the other submissions, nor the suite's
   checkout (its copy, made for this grading, is the one it runs);
-- writable: the grading's own scratch folder (the copy and the run's record), the node's
-  module cache for graders (the references' compiles), a private /tmp of TMP_BYTES;
+- writable: the grading's own scratch folder (the copy, the run's record, its own module
+  cache: what it compiles stays there), a private /tmp of TMP_BYTES;
+- read-only: the node's trusted module cache (the references, compiled before the first
+  submission outside any sandbox) and the sha256 of each of its files;
 - no network (a loopback of its own), its own PID namespace (it sees no Dask worker, no
   grader, no other grading), killed with the Dask worker (--die-with-parent), and every
   process of it killed when its pytest ends (the PID namespace's end);
-- limits: PROCESSES processes or threads, MEMORY_BYTES of address space per process;
+- limits: PROCESSES processes or threads, MEMORY_BYTES of address space per process,
+  and where the node allows it a total for the run's processes together (memory_cap.py);
   the time is the grader's kata timeout, outside;
 - as root, it runs as `nobody` (root is exempt from the process limit).
 
@@ -82,9 +85,15 @@ def _folders(paths: list[str]) -> list[str]:
 GRADING, CACHE = "/grading", "/grading-cache"
 
 
-def wrap(command: list[str], cwd: str, writable: dict[Path, str]) -> list[str]:
+def wrap(
+    command: list[str],
+    cwd: str,
+    writable: dict[Path, str],
+    read_only: dict[Path, str] | None = None,
+) -> list[str]:
     """`command` run confined, from `cwd`, with the `writable` folders bound where it
-    says (outside -> inside); the rest as the module's docstring says. As root, bwrap
+    says (outside -> inside), and the `read_only` files and folders; the rest as the
+    module's docstring says. As root, bwrap
     makes the namespaces but the user's (root's files stay root's), and `command` runs as
     nobody; otherwise in a user namespace of the user's own."""
     root = os.geteuid() == 0
@@ -103,6 +112,8 @@ def wrap(command: list[str], cwd: str, writable: dict[Path, str]) -> list[str]:
             bwrap += ["--ro-bind", path, path]
     for outside, inside in writable.items():
         bwrap += ["--bind", str(outside), inside]
+    for outside, inside in (read_only or {}).items():
+        bwrap += ["--ro-bind", str(outside), inside]
     bwrap += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
     user = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
     user += ["--inh-caps=-all", "--bounding-set=-all", "--"]

@@ -8,6 +8,14 @@ a clean copy of the instructor's suite. The learner's tests, conftest, solutions
 harness are never run. The few that are read, the graded katas' other .py files and the
 top conftest.py, are compared with the suite's, so that a changed test file is reported
 ("graded with the suite's tests") instead of silently ignored.
+
+A submission is untrusted data, read as such (docs/grading.md, the threat model): every
+file through untrusted_files.py (a regular file only, no link followed, its size checked
+before it is read: the zip's `file_size`, git's object size, `st_size`), a local
+repository only if its objects are its own (no `.git` file pointing elsewhere, no
+alternates, no link in its object store). What is refused is said in a note, and a
+refused stub is that kata's verdict; whatever goes wrong reading one submission is its
+own `problem`, never the class's.
 """
 
 from __future__ import annotations
@@ -17,14 +25,18 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 import tempfile
 import zipfile
+from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlparse
 
 from xtc_katas import ROOT
+from xtc_katas.grade.untrusted_files import Refused, kind, over, read_beneath, read_stream
 from xtc_katas.kata.manifest import Kata, katas
 
 #: A file bigger than this is not a stub: it is not read (a zip bomb, a data file).
@@ -45,12 +57,18 @@ class Submission:
     #: Why nothing could be read (not found, a broken zip, no katas/ folder): the
     #: learner's verdict, not the grader's failure.
     problem: str = ""
+    #: Stub files found and not read ("katas/01_peak/peak.py" -> why: a link, a FIFO,
+    #: too big): each one's kata is "refused", with this cause.
+    refused: dict[str, str] = field(default_factory=dict)
 
     @property
     def content_hash(self) -> str:
-        """sha256 of what is graded: the stub files (and the problem, if any)."""
+        """sha256 of what is graded: the stub files (and the problem, the refused, if any)."""
         digest = {path: hashlib.sha256(data).hexdigest() for path, data in self.files.items()}
-        text = json.dumps({"files": digest, "problem": self.problem}, sort_keys=True)
+        graded: dict[str, object] = {"files": digest, "problem": self.problem}
+        if self.refused:
+            graded["refused"] = self.refused
+        text = json.dumps(graded, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -64,24 +82,120 @@ def stub_name(kata: Kata) -> str:
 Listing = tuple[list[str], Callable[[str], bytes]]
 
 
+def _entries(path: Path, relative: str) -> list[os.DirEntry[str]]:
+    """What `path`/`relative` holds, but hidden names; [] if it is not a real folder."""
+    where = path / relative if relative else path
+    if relative and not stat.S_ISDIR(os.lstat(where).st_mode):
+        return []
+    with os.scandir(where) as found:
+        return [e for e in found if not e.name.startswith(".")]
+
+
 def _folder(path: Path) -> Listing:
-    """A folder: its katas/ trees at most two folders down (never a walk of a .venv)."""
+    """A folder: its katas/ trees at most two folders down (never a walk of a .venv). A
+    link to a folder is never entered; a file of any type is listed, and read by
+    untrusted_files, which refuses all but a regular file."""
+    bases = [""]
+    for depth in range(2):
+        bases += [
+            f"{base}{e.name}/"
+            for base in bases
+            if base.count("/") == depth
+            for e in _entries(path, base)
+            if e.is_dir(follow_symlinks=False)
+        ]
+    stubs = {kata.id: f"{kata.id}/{kata.module}.py" for kata in katas()}
     names = []
-    for depth in ("", "*/", "*/*/"):
-        for found in path.glob(f"{depth}katas/*/*.py"):
-            names.append(found.relative_to(path).as_posix())
-        names += [p.relative_to(path).as_posix() for p in path.glob(f"{depth}conftest.py")]
-    return names, lambda name: (path / name).read_bytes()
+    for base in bases:
+        if os.path.islink(path / base / "katas"):  # refused when read, with a note
+            names += [f"{base}katas/{stub}" for stub in stubs.values()]
+            continue
+        if not os.path.isdir(path / base / "katas"):
+            continue
+        for kata in _entries(path, f"{base}katas"):
+            if kata.is_symlink() and kata.name in stubs:
+                names.append(f"{base}katas/{stubs[kata.name]}")
+            elif kata.is_dir(follow_symlinks=False):
+                inside = _entries(path, f"{base}katas/{kata.name}")
+                names += [
+                    f"{base}katas/{kata.name}/{f.name}" for f in inside if f.name[-3:] == ".py"
+                ]
+        if os.path.lexists(path / base / "conftest.py"):
+            names.append(f"{base}conftest.py")
+    return sorted(names), lambda name: read_beneath(path, name, MAX_FILE_BYTES)
 
 
 def _zip(path: Path) -> Listing:
+    """A zip's members, each one's size checked before it is read (`file_size`) and its
+    read stopped past the limit (a header that lied); a member stored as a link refused."""
     archive = zipfile.ZipFile(path)
-    names = [info.filename for info in archive.infolist() if not info.is_dir()]
-    return names, archive.read
+    infos = {info.filename: info for info in archive.infolist() if not info.is_dir()}
+
+    def member(name: str) -> bytes:
+        info = infos[name]
+        mode = info.external_attr >> 16
+        if stat.S_IFMT(mode) and not stat.S_ISREG(mode):  # no type bits: a plain file
+            raise Refused(f"is stored as {kind(mode)}, not a regular file")
+        if info.file_size > MAX_FILE_BYTES:
+            raise over(info.file_size, MAX_FILE_BYTES)
+        with archive.open(info) as stream:
+            return read_stream(stream, MAX_FILE_BYTES)
+
+    return list(infos), member
+
+
+#: A repository's URL: scheme://... or scp-like user@host:path.
+URL = re.compile(r"^[\w+.-]+://|^[\w.-]+@[\w.-]+:")
+
+
+def is_git(source: str) -> bool:
+    """A URL, a path ending in .git, or a folder that holds a repository (a `.git`
+    folder; a `.git` file or link too, to be refused when read)."""
+    return (
+        bool(URL.match(source)) or source.endswith(".git") or os.path.lexists(Path(source) / ".git")
+    )
+
+
+def local_repository(source: str) -> Path | None:
+    """The folder of a repository given as a path or a file:// URL; None for a remote."""
+    if source.startswith("file://"):
+        return Path(urlparse(source).path)
+    return None if URL.match(source) else Path(source)
+
+
+def foreign_objects(folder: Path) -> str:
+    """Why the repository at `folder` may hold objects that are not its own ("" if it
+    does not): a `.git` file or link (`gitdir:` another repository), a `commondir`, an
+    alternates file, or a link anywhere in its object store. Git would follow each one,
+    and grade another learner's commit as this one's."""
+    git_dir = folder / ".git"
+    if os.path.lexists(git_dir):
+        mode = os.lstat(git_dir).st_mode
+        if stat.S_ISLNK(mode):
+            return f".git is a symbolic link (to {os.readlink(git_dir)}): a repository elsewhere"
+        if not stat.S_ISDIR(mode):
+            return '.git is a file ("gitdir: ..."), naming a repository elsewhere'
+    else:
+        git_dir = folder  # a bare repository
+    for name in ("commondir", "objects/info/alternates", "objects/info/http-alternates"):
+        if os.path.lexists(git_dir / name):
+            return f"its {name} names an object store outside the repository"
+    objects = git_dir / "objects"
+    if os.path.lexists(objects) and not stat.S_ISDIR(os.lstat(objects).st_mode):
+        return "its objects folder is a link or a file: an object store outside the repository"
+    for where, dirs, files in os.walk(objects):
+        for name in dirs + files:
+            if os.path.islink(os.path.join(where, name)):
+                relative = os.path.relpath(os.path.join(where, name), folder)
+                return f"{relative} is a symbolic link: an object store outside the repository"
+    return ""
 
 
 def _git(source: str, ref: str, scratch: Path) -> tuple[list[str], Callable[[str], bytes], str]:
-    """A clone (no checkout, no hooks run) read at `ref` with git itself; and the commit."""
+    """A clone (no checkout, no hooks run) read at `ref` with git itself; and the commit.
+    A local repository is cloned only if its objects are its own (foreign_objects). Each
+    file's mode and size are git's (ls-tree --long) before it is read: a link or a
+    submodule is refused, and so is a blob over the limit."""
 
     def git(*args: str) -> bytes:
         done = subprocess.run(
@@ -95,21 +209,33 @@ def _git(source: str, ref: str, scratch: Path) -> tuple[list[str], Callable[[str
             raise OSError(f"git {args[0]}: {lines[-1] if lines else done.returncode}")
         return done.stdout
 
+    folder = local_repository(source)
+    if folder is not None and (why := foreign_objects(folder)):
+        raise Refused(f"refused: {why}")
     clone = scratch / "clone"
     git("clone", "--quiet", "--no-checkout", source, str(clone))
-    listed = git("-C", str(clone), "ls-tree", "-r", "-z", "--name-only", f"{ref}^{{commit}}")
-    names = [name for name in listed.decode().split("\0") if name]
+    if why := foreign_objects(clone):  # what a clone of a remote one brought along
+        raise Refused(f"refused: {why}")
+    listed = git("-C", str(clone), "ls-tree", "-r", "-z", "--long", f"{ref}^{{commit}}")
+    blobs: dict[str, tuple[str, str, int]] = {}
+    for line in listed.decode(errors="replace").split("\0"):
+        if "\t" in line:
+            meta, name = line.split("\t", 1)
+            mode, _, oid, size = meta.split()
+            blobs[name] = (mode, oid, int(size) if size.isdigit() else -1)
+
+    def blob(name: str) -> bytes:
+        mode, oid, size = blobs[name]
+        if mode == "120000":
+            raise Refused("is a symbolic link, not a regular file")
+        if not mode.startswith("100"):
+            raise Refused(f"is not a file (git's mode {mode}: a submodule)")
+        if size > MAX_FILE_BYTES:
+            raise over(size, MAX_FILE_BYTES)
+        return git("-C", str(clone), "cat-file", "blob", oid)
+
     commit = git("-C", str(clone), "rev-parse", f"{ref}^{{commit}}").decode().strip()
-    return names, lambda name: git("-C", str(clone), "show", f"{ref}:{name}"), commit
-
-
-#: A repository's URL: scheme://... or scp-like user@host:path.
-URL = re.compile(r"^[\w+.-]+://|^[\w.-]+@[\w.-]+:")
-
-
-def is_git(source: str) -> bool:
-    """A URL, a path ending in .git, or a folder that holds a repository."""
-    return bool(URL.match(source)) or source.endswith(".git") or (Path(source) / ".git").exists()
+    return list(blobs), blob, commit
 
 
 def _root(names: Sequence[str]) -> str | None:
@@ -124,29 +250,44 @@ def _root(names: Sequence[str]) -> str | None:
 
 
 def read(
-    source: str, graded: Sequence[Kata], ref: str = "", sub_id: str = "", name: str = ""
+    source: str,
+    graded: Sequence[Kata],
+    ref: str = "",
+    sub_id: str = "",
+    name: str = "",
+    notes: Sequence[str] = (),
 ) -> Submission:
-    """The submission at `source` (folder, .zip or git repository at `ref`)."""
+    """The submission at `source` (folder, .zip or git repository at `ref`), with
+    `notes` (what the grader says of it: an id that collided). Whatever goes wrong
+    reading it is its `problem`, never an exception: the class is always graded."""
     sub_id = sub_id or default_id(source)
     name = name or sub_id
+    nothing = Submission(sub_id, name, source, {}, tuple(notes))
     with tempfile.TemporaryDirectory(prefix="xtc-katas-submission-") as scratch:
         try:
+            mode = os.stat(source).st_mode if not URL.match(source) else 0
             if is_git(source):
                 names, reader, commit = _git(source, ref or "HEAD", Path(scratch))
-                sub = _collect(sub_id, name, source, names, reader, graded)
+                sub = _collect(nothing, names, reader, graded)
                 return _uncommitted(sub, commit, ref or "HEAD", names, graded)
-            elif Path(source).is_dir():
+            elif stat.S_ISDIR(mode):
                 names, reader = _folder(Path(source))
+            elif not stat.S_ISREG(mode):
+                return replace(nothing, problem=f"{kind(mode)}: neither a folder, a zip nor a "
+                               "git repository")  # fmt: skip
             elif zipfile.is_zipfile(source):
                 names, reader = _zip(Path(source))
-            elif Path(source).exists():
-                return Submission(sub_id, name, source, {}, problem="neither a folder, a zip "
-                                  "nor a git repository")  # fmt: skip
             else:
-                return Submission(sub_id, name, source, {}, problem=f"not found: {source}")
-            return _collect(sub_id, name, source, names, reader, graded)
+                return replace(nothing, problem="neither a folder, a zip nor a git repository")
+            return _collect(nothing, names, reader, graded)
+        except FileNotFoundError:
+            return replace(nothing, problem=f"not found: {source}")
+        except Refused as why:
+            return replace(nothing, problem=str(why))
         except (OSError, zipfile.BadZipFile, subprocess.TimeoutExpired) as exc:
-            return Submission(sub_id, name, source, {}, problem=f"could not be read: {exc}")
+            return replace(nothing, problem=f"could not be read: {exc}")
+        except Exception as exc:  # MemoryError, RecursionError, a library's bug: its verdict
+            return replace(nothing, problem=f"could not be read ({type(exc).__name__}: {exc})")
 
 
 def _uncommitted(
@@ -158,14 +299,17 @@ def _uncommitted(
     The working files are compared byte for byte: no git command runs in the learner's
     repository (its config could name a program for git to run)."""
     root = _root(names)
-    folder = Path(sub.source)
-    if URL.match(sub.source) or root is None or not folder.is_dir():
+    folder = local_repository(sub.source)
+    if folder is None or root is None or not folder.is_dir():
         return sub
     changed = []
     for kata in graded:
         stub = stub_name(kata)
-        working = folder / (root + stub)
-        if working.is_file() and working.read_bytes()[:MAX_FILE_BYTES] != sub.files.get(stub):
+        try:
+            working = read_beneath(folder, root + stub, MAX_FILE_BYTES)
+        except (OSError, Refused):
+            continue  # no working copy to compare, or not one to read
+        if working != sub.files.get(stub):
             changed.append(root + stub)
     if not changed:
         return sub
@@ -181,32 +325,31 @@ def _uncommitted(
 
 
 def _collect(
-    sub_id: str,
-    name: str,
-    source: str,
-    names: list[str],
-    reader: Callable[[str], bytes],
-    graded: Sequence[Kata],
+    sub: Submission, names: list[str], reader: Callable[[str], bytes], graded: Sequence[Kata]
 ) -> Submission:
     root = _root(names)
     if root is None:
         wanted = ", ".join(stub_name(k) for k in graded)
-        return Submission(
-            sub_id, name, source, {}, problem=f"no katas/ folder in it: nothing to grade "
-            f"(looked for {wanted})"
-        )  # fmt: skip
+        return replace(
+            sub, problem=f"no katas/ folder in it: nothing to grade (looked for {wanted})"
+        )
     present = set(names)
     files: dict[str, bytes] = {}
-    notes: list[str] = []
+    refused: dict[str, str] = {}
+    notes: list[str] = list(sub.notes)
     for kata in graded:
         stub = stub_name(kata)
         if root + stub in present:
-            files[stub] = reader(root + stub)[:MAX_FILE_BYTES]
+            try:
+                files[stub] = reader(root + stub)
+            except Refused as why:
+                refused[stub] = f"{root + stub} {why}: not read, not graded"
+                notes.append(refused[stub])
         others = [n[len(root) :] for n in names if n.startswith(f"{root}katas/{kata.id}/")]
         notes += _unused(sorted(set(others) - {stub}), root, reader)
     if root + "conftest.py" in present:
         notes += _unused(["conftest.py"], root, reader)
-    return Submission(sub_id, name, source, files, tuple(notes))
+    return replace(sub, files=files, notes=tuple(notes), refused=refused)
 
 
 def _unused(names: list[str], root: str, reader: Callable[[str], bytes]) -> list[str]:
@@ -219,12 +362,23 @@ def _unused(names: list[str], root: str, reader: Callable[[str], bytes]) -> list
         suite = ROOT / name
         if not suite.is_file():
             notes.append(f"{name} is not in the suite: ignored")
-        elif reader(root + name) != suite.read_bytes():
+            continue
+        try:
+            theirs = reader(root + name)
+        except Refused as why:
+            notes.append(f"{root + name} {why}: not read (the suite's is graded)")
+            continue
+        if theirs != suite.read_bytes():
             notes.append(
                 f"{name} differs from the suite's (edited, or an older copy): graded with "
                 "the suite's"
             )
     return notes
+
+
+#: Ids that are not names: a results folder named so is --out itself, its parent, or
+#: one of the class's own files there (which the folder would stop being written).
+NOT_IDS = {"", ".", "..", "class.csv", "class.html"}
 
 
 def default_id(source: str) -> str:
@@ -237,11 +391,13 @@ def default_id(source: str) -> str:
 
 @dataclass(frozen=True)
 class Entry:
-    """One submission to read: where it is, and who it is from."""
+    """One submission to read: where it is, who it is from, and what the grader says of
+    its id (a collision, a refused one)."""
 
     source: str
     id: str = ""
     name: str = ""
+    notes: tuple[str, ...] = ()
 
 
 def roster(path: Path) -> list[Entry]:
@@ -258,12 +414,32 @@ def roster(path: Path) -> list[Entry]:
 
 
 def unique_ids(entries: Sequence[Entry]) -> list[Entry]:
-    """Each entry with an id of its own: a second "alice" becomes "alice-2"."""
-    seen: dict[str, int] = {}
-    unique = []
+    """Each entry with an id of its own: a second "alice" becomes "alice-2", and both
+    say so (which is whose, the grader cannot know: the instructor is told). An id that
+    is not a name (".", "..": a folder above --out; "class.csv") is refused: "submission"
+    instead."""
+    wanted = []
     for entry in entries:
         base = re.sub(r"[^\w.-]", "_", entry.id or default_id(entry.source))
+        notes = entry.notes
+        if base in NOT_IDS:
+            notes += (f"the id {base!r} (from {entry.source}) is refused: not a name",)
+            base = "submission"
+        wanted.append((base, notes))
+    sources: dict[str, list[str]] = defaultdict(list)
+    for (base, _), entry in zip(wanted, entries, strict=True):
+        sources[base].append(entry.source)
+    seen: dict[str, int] = {}
+    unique = []
+    for (base, notes), entry in zip(wanted, entries, strict=True):
         seen[base] = seen.get(base, 0) + 1
         chosen = base if seen[base] == 1 else f"{base}-{seen[base]}"
-        unique.append(Entry(entry.source, chosen, entry.name or chosen))
+        if len(sources[base]) > 1:
+            ids = ", ".join([base] + [f"{base}-{n}" for n in range(2, len(sources[base]) + 1)])
+            notes += (
+                f"id collision: {len(sources[base])} submissions are {base!r} "
+                f"({', '.join(sources[base])}), graded as {ids}: this one ({entry.source}) "
+                f"is {chosen}",
+            )
+        unique.append(Entry(entry.source, chosen, entry.name or chosen, notes))
     return unique

@@ -8,6 +8,12 @@ of the harness's and the solutions' sources). Entries are written aside and rena
 damaged one is a miss. A hit is loaded from a fresh copy (XTC's dump_file trap).
 
 XTC_KATAS_MODULE_CACHE=0 turns the cache off; XTC_KATAS_CACHE_DIR moves it.
+
+A graded run (grade/grading_job.py) writes none of the node's cache: its own is in its
+grading's scratch, thrown away after it. It reads the node's trusted cache,
+XTC_KATAS_TRUSTED_CACHE (the references compiled before the first submission, outside
+any sandbox, and bound read-only into it), and only an entry whose sha256 is the one the
+grader recorded beside it (TRUSTED_INDEX), checked on the bytes it then loads.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ from xtc_katas import ROOT
 
 ENABLED_ENV = "XTC_KATAS_MODULE_CACHE"
 DIR_ENV = "XTC_KATAS_CACHE_DIR"
+#: A read-only cache made by a trusted step (its folder), read before this one.
+TRUSTED_ENV = "XTC_KATAS_TRUSTED_CACHE"
+#: Beside the trusted folder: {"files": {its files' paths: sha256}}, the grader's record.
+TRUSTED_INDEX = ".sha256.json"
 #: The distributions whose versions a compiled module depends on (xtc-tools[mlir,tvm]'s).
 COMPILERS = (
     "xtc-tools",
@@ -119,6 +129,39 @@ def fingerprint() -> str:
     return _digest({**_platform(), "sources": source_hash(ROOT)})
 
 
+@functools.cache
+def _trusted_index(root: str) -> dict[str, str]:
+    """The trusted cache's recorded sha256 per file ({} if there is no index)."""
+    try:
+        files = json.loads(Path(root + TRUSTED_INDEX).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return files if isinstance(files, dict) else {}
+
+
+def trusted(relative: str) -> bytes | None:
+    """The trusted cache's file at `relative` ("modules/<...>/module.so", "peak/<...>.json"),
+    if the grader's index lists it and these bytes have its sha256; else None (a miss)."""
+    root = os.environ.get(TRUSTED_ENV, "")
+    digest = _trusted_index(root).get(relative) if root else None
+    if not digest:
+        return None
+    try:
+        data = (Path(root) / relative).read_bytes()
+    except OSError:
+        return None
+    return data if hashlib.sha256(data).hexdigest() == digest else None
+
+
+def index(root: Path) -> dict[str, str]:
+    """sha256 of every file under `root`, by its path there: what trusted() checks."""
+    return {
+        path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
+
+
 def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -132,8 +175,10 @@ def record_path(kind: str, key: str) -> Path:
 def read_record(kind: str, key: str) -> Any | None:
     """The value kept for `key`; None when there is none, it is damaged, or it is another
     key's (a hash clash)."""
+    path = record_path(kind, key)
     try:
-        stored = json.loads(record_path(kind, key).read_text())
+        kept = trusted(f"{kind}/{path.name}")
+        stored = json.loads(kept if kept is not None else path.read_text())
         return stored["value"] if stored.get("key") == key else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -207,7 +252,12 @@ def compile_cached(
     or, absent or damaged, `build()` (a compile that writes `fresh_path`.so) and stored."""
     if not enabled():
         return build()
-    path = cache_root() / fingerprint()[:16] / _digest(key)[:32]
+    entry = f"{fingerprint()[:16]}/{_digest(key)[:32]}"
+    meta, library = trusted(f"modules/{entry}/module.json"), trusted(f"modules/{entry}/module.so")
+    if meta is not None and library is not None:
+        Path(f"{fresh_path}.so").write_bytes(library)  # the bytes checked, not the file
+        return _host_module(json.loads(meta), f"{fresh_path}.so", graph)
+    path = cache_root() / entry
     try:
         meta = json.loads((path / "module.json").read_text())
         shutil.copyfile(path / "module.so", f"{fresh_path}.so")
@@ -237,7 +287,12 @@ def host_runtime() -> None:
         cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
         key = _digest({**_platform(), "compiler": cc, "runtime": "host"})
         path = cache_root() / "host-runtime" / f"{key[:32]}.so"
-        if not path.exists():
+        checked = trusted(f"modules/host-runtime/{key[:32]}.so")
+        if checked is not None:  # the bytes checked, in this process's own cache
+            path = path.with_suffix(f".trusted.{os.getpid()}.so")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(checked)
+        elif not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
                 built = Path(scratch) / "runtime.so"
