@@ -75,6 +75,8 @@ def test_a_scheduler_reached_without_tls_is_refused_unless_insecure(tmp_path: Pa
         grade_class(entries, tmp_path / "grades", [GRAPH], scheduler=f"tcp://{HEAD}:8786")
     with pytest.raises(cluster.Insecure, match="give --tls-dir DIR/grader"):
         grade_class(entries, tmp_path / "grades", [GRAPH], scheduler=SCHEDULER)
+    with pytest.raises(cluster.Insecure, match="--insecure is for a scheduler without TLS"):
+        grade_class(entries, tmp_path / "grades", [GRAPH], scheduler=SCHEDULER, insecure=True)
     assert not list((tmp_path / "grades").glob("*"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "xtc_katas", "grade", "right", "--katas", "2",

@@ -121,6 +121,8 @@ def security(address: str, tls_dir: Path | None, insecure: bool) -> Any:
     from distributed.security import Security
 
     protocol, _ = parse_address(address)
+    if protocol == "tls" and insecure:
+        raise Insecure(f"--insecure is for a scheduler without TLS: {address} has it")
     if protocol == "tls":
         files = [tls_dir / f"{name}.pem" for name in ("ca", "cert", "key")] if tls_dir else []
         if not files or not all(f.is_file() for f in files):
