@@ -104,7 +104,7 @@ ensure_system_darwin() {
 # Playwright: Playwright's own browser download is not used (and cannot work offline).
 # Installed for `./run.sh test` only: the learner's loop does not need it. ~1 min 50 s
 # with apt-get update on a busy 2-vCPU AMD EPYC (family 23 model 1), once per machine.
-BROWSER_PACKAGES="chromium"
+BROWSER_PACKAGES="chromium iproute2" # iproute2: tests/test_cluster_tls.py's two nodes (ip netns)
 
 ensure_browser() {
     [ -n "${XTC_KATAS_CHROMIUM:-}" ] && return 0

@@ -2,7 +2,7 @@
 the mistake in words (KataFailure), not with pytest's view of the harness's objects."""
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xtc_katas.kata.failures import KataFailure
@@ -32,6 +32,9 @@ def test_matmul_fmas_of_the_tutorial_problem(learner_module):
     check(got == 65536, fmas_mistake((4, 32, 512), got, 65536))
 
 
+# No deadline: a count is right or wrong however loaded the machine; under a grading
+# node's load (8 on 2 cores) a solved matmul_fmas missed Hypothesis' 200 ms on one run.
+@settings(deadline=None)
 @given(i=dims, j=dims, k=dims)
 def test_matmul_fmas_counts_one_per_ijk_triple(learner_module, i, j, k):
     n = learner_module.matmul_fmas(i, j, k)

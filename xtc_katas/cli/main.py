@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from xtc_katas import ROOT
-from xtc_katas.grade import grade_command  # before main() leaves the launch dir
+from xtc_katas.grade import cluster_certs, grade_command  # before main() leaves the launch dir
 from xtc_katas.kata import progress, stubs
 from xtc_katas.kata.manifest import Kata, Task, find, katas
 from xtc_katas.kata.progress import BestFigure, KataStatus, kata_status
@@ -354,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, default=ROOT / ".xtc-katas" / "report")
     importlib.import_module("xtc_katas.cli.show").add_parser(sub)
     grade_command.add_parser(sub)
+    cluster_certs.add_parser(sub)
     notebook = add(
         "notebook",
         cmd_notebook,

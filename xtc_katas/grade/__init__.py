@@ -6,7 +6,8 @@
   pytest process per kata (pytest_record: the run's record, one JSON line per event);
 - cluster: the Dask cluster, its fairness rule (one single-threaded worker per node,
   Dask's own sampling turned down: quiet_node, a node's nanny preload) and the jobs in
-  flight;
+  flight; who may connect to it: mutual TLS with the certificates of cluster_certs
+  (`xtc-katas cluster certs`);
 - result_formats, class_report: results.json (Exercism, Gradescope), class.csv and
   class.html;
 - grade_command: the command; bench: grades per hour and Dask's overhead;

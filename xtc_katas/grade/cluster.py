@@ -14,10 +14,17 @@ than `distributed.scheduler.allowed-failures` allows comes back as KilledWorker,
 grader's error. Jobs are submitted no faster than there are nodes to run them: a job
 waiting on a worker counts as "processing" there, and a worker's death would charge it a
 failure too.
+
+Who may connect: a scheduler given by address is reached with mutual TLS (Dask's own
+Security; the certificates of `xtc-katas cluster certs`, cluster_certs.py): a plain
+address is refused, unless --insecure (every grade then says so) or the whole cluster
+is on this machine's loopback. The default cluster is that: every port of it on
+127.0.0.1, none reachable from another address.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import signal
@@ -35,6 +42,18 @@ NODE = {"node": 1}
 WORKER_COMMAND = (
     "dask worker {address} --nworkers 1 --nthreads 1 --resources node=1 "
     "--preload-nanny xtc_katas.grade.quiet_node"
+)
+#: ... and as the cluster's mutual TLS wants it: {folder} is the node's folder made by
+#: `xtc-katas cluster certs`. The worker's HTTP server (its metrics, which ask for no
+#: certificate) listens on 0.0.0.0 unless told: on loopback only.
+TLS_FLAGS = (
+    " --tls-ca-file {folder}/ca.pem --tls-cert {folder}/cert.pem --tls-key {folder}/key.pem"
+    " --dashboard-address 127.0.0.1:0"
+)
+#: The note on every grade made with --insecure.
+INSECURE = (
+    "graded on a cluster without TLS (--insecure): anyone who could reach its scheduler "
+    "could run code on its nodes and change any grade"
 )
 #: Dask's own sampling, off or slowed where a grade runs: its races should share the
 #: node's cores with nothing. Beside a running job, Dask's processes took 8.8% of a core
@@ -56,6 +75,17 @@ WAIT_FOR_WORKERS = 120
 
 class UnfairCluster(RuntimeError):
     """A cluster on which two gradings could share cores, or that cannot grade at all."""
+
+
+class Insecure(RuntimeError):
+    """A scheduler to be reached without TLS, and --insecure was not given; or TLS
+    without the grader's certificate."""
+
+
+def worker_command(address: str, folder: str = "NODE") -> str:
+    """The command that starts a grading node's worker for the scheduler at `address`."""
+    tls = TLS_FLAGS.format(folder=folder) if address.startswith("tls://") else ""
+    return WORKER_COMMAND.format(address=address) + tls
 
 
 def local_cluster(directory: Path, n_workers: int = 1, threads_per_worker: int = 1) -> Any:
@@ -85,22 +115,95 @@ def local_cluster(directory: Path, n_workers: int = 1, threads_per_worker: int =
             threads_per_worker=threads_per_worker,
             processes=True,
             resources=NODE,
-            dashboard_address=":0",  # Dask's HTTP server on a free port, not 8787
+            host="127.0.0.1",  # no port of it reachable from another address
+            dashboard_address="127.0.0.1:0",  # Dask's HTTP server: on a free port, not 8787
             local_directory=str(directory),
             silence_logs=logging.WARNING,
         )
 
 
+def security(address: str, tls_dir: Path | None, insecure: bool) -> Any:
+    """How the grader reaches `address`: mutual TLS with the certificate in `tls_dir`
+    (`xtc-katas cluster certs`' DIR/grader) for tls://; for a plain address, nothing
+    (None), where --insecure was given or the host is this machine's loopback (the whole
+    cluster must then be: plain_members); else Insecure, before anything is sent."""
+    from distributed.comm import get_address_host, parse_address
+    from distributed.security import Security
+
+    protocol, _ = parse_address(address)
+    if protocol == "tls" and insecure:
+        raise Insecure(f"--insecure is for a scheduler without TLS: {address} has it")
+    if protocol == "tls":
+        files = [tls_dir / f"{name}.pem" for name in ("ca", "cert", "key")] if tls_dir else []
+        if not files or not all(f.is_file() for f in files):
+            raise Insecure(
+                f"the scheduler {address} asks for TLS: give --tls-dir DIR/grader, the "
+                "folder with the grader's ca.pem, cert.pem and key.pem that `xtc-katas "
+                "cluster certs DIR NODE...` made" + (f" (not in {tls_dir})" if tls_dir else "")
+            )
+        ca, cert, key = map(str, files)
+        return Security(
+            tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, require_encryption=True
+        )
+    if insecure or _loopback(get_address_host(address)):
+        return None
+    raise Insecure(
+        f"refusing to grade on {address}: without TLS, anyone who can reach the scheduler "
+        "runs code on every node and can change any grade. Make the cluster's "
+        "certificates (xtc-katas cluster certs DIR NODE...), start the scheduler and each "
+        "worker with them (docs/grading.md, 'On a cluster'), then grade with --scheduler "
+        "tls://HEAD:8786 --tls-dir DIR/grader; or grade anyway with --insecure: every "
+        "result then says so"
+    )
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a name: not resolved here (no lookup leaves this machine)
+        return False
+
+
+def plain_members(client: Any) -> list[str]:
+    """The scheduler's, workers' and nannies' addresses not on this machine's loopback,
+    of a cluster reached without TLS: a scheduler listening on every interface is
+    reachable through 127.0.0.1 too, but says its own address."""
+    from distributed.comm import get_address_host
+
+    info = client.scheduler_info(n_workers=-1)
+    addresses = [info["address"]]
+    for address, worker in info["workers"].items():
+        addresses += [address, worker.get("nanny") or address]
+    return [a for a in addresses if not _loopback(get_address_host(a))]
+
+
 @contextmanager
-def connect(scheduler: str = "") -> Iterator[tuple[Any, Path | None]]:
+def connect(
+    scheduler: str = "", tls_dir: Path | None = None, insecure: bool = False
+) -> Iterator[tuple[Any, Path | None]]:
     """(A Dask client, the scratch folder for the nodes' copies or None): to `scheduler`
-    or $DASK_SCHEDULER_ADDRESS, else to a LocalCluster made and removed here."""
+    or $DASK_SCHEDULER_ADDRESS (see security()), else to a LocalCluster made and removed
+    here."""
     from distributed import Client
 
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS", "")
     if address:
-        with Client(address) as client:
+        reached_with = security(address, tls_dir, insecure)
+        try:
+            client = Client(address, security=reached_with)
+        except OSError as exc:  # TLS refused on either side, or nobody there
+            raise UnfairCluster(
+                f"cannot reach the scheduler {address}: {exc} (with TLS: are the "
+                "scheduler's certificate and --tls-dir's signed by the same CA?)"
+            ) from exc
+        with client:
             client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
+            if reached_with is None and not insecure and (open_to := plain_members(client)):
+                raise Insecure(
+                    f"refusing to grade on {address} without TLS: it reaches beyond this "
+                    f"machine's loopback ({', '.join(open_to)}). Give it TLS (docs/"
+                    "grading.md, 'On a cluster'), or grade anyway with --insecure"
+                )
             yield client, None
         return
     with tempfile.TemporaryDirectory(prefix="xtc-katas-grade-") as scratch:
@@ -157,8 +260,7 @@ def check(client: Any) -> int:
             + "; ".join(dict.fromkeys(problems))
             + ". A grade's races need their node's cores to themselves: another grading "
             "beside them, or Dask sampling itself, would be timed too. Start one "
-            "single-threaded, quiet worker per node:\n    "
-            + WORKER_COMMAND.format(address=scheduler)
+            "single-threaded, quiet worker per node:\n    " + worker_command(scheduler)
         )
     return len(nodes)
 
@@ -202,6 +304,15 @@ def run(
         on_result(item, document)
         if queue:
             submit()
+
+
+def say_how_reached(doc: dict[str, Any], insecure: bool) -> None:
+    """A grade says whether its cluster was reached without TLS (--insecure), as one
+    graded unconfined says so: `secure_cluster` false, and a note in its message."""
+    doc["secure_cluster"] = not insecure
+    if insecure:
+        doc["notes"] = [*doc["notes"], INSECURE]
+        doc["message"] = f"{doc['message']}; {INSECURE}"
 
 
 def reap(scratch: Path) -> int:

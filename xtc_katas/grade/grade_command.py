@@ -1,7 +1,7 @@
 """`xtc-katas grade`: grade a class's submissions, fairly, on Dask.
 
     xtc-katas grade submissions/*.zip --out grades --katas 1-4
-    xtc-katas grade --roster class.csv --scheduler tcp://head:8786 --out grades
+    xtc-katas grade --roster class.csv --scheduler tls://head:8786 --tls-dir certs/grader
 
 Each submission's stub files are graded on one node in a clean copy of the suite
 (grading_job.py); its grading.json (the grader's record) and results.json (Exercism's or
@@ -38,7 +38,7 @@ except OSError:  # started in a directory since removed
 
 
 def add_parser(sub: Any) -> None:
-    from xtc_katas.grade.cluster import WORKER_COMMAND
+    from xtc_katas.grade.cluster import worker_command
 
     grade = sub.add_parser(
         "grade",
@@ -47,8 +47,9 @@ def add_parser(sub: Any) -> None:
         "per node at a time (speed verdicts are races on the node that grades them). "
         "Writes OUT/<id>/results.json, OUT/class.csv and OUT/class.html. How-to: "
         "docs/grading.md.",
-        epilog="On a cluster: `dask scheduler` on one machine, and on each grading node: "
-        + WORKER_COMMAND.format(address="tcp://HEAD:8786")
+        epilog="On a cluster: `xtc-katas cluster certs DIR NODE...`, `dask scheduler "
+        "--tls-ca-file DIR/scheduler/ca.pem ...` on one machine, and on each grading node: "
+        + worker_command("tls://HEAD:8786")
         + ". Exit codes: 0 graded (the learners' fails included), 1 some grader errors "
         "(run again to grade them), 2 a refused cluster, a machine that cannot confine the "
         "gradings (see --unconfined), or a usage error (a path that does not exist).",
@@ -60,8 +61,19 @@ def add_parser(sub: Any) -> None:
     grade.add_argument(
         "--scheduler",
         default="",
-        help="a Dask scheduler's address, e.g. tcp://head:8786 (or $DASK_SCHEDULER_ADDRESS); "
+        help="a Dask scheduler's address, e.g. tls://head:8786 (or $DASK_SCHEDULER_ADDRESS); "
         "default: one worker on this machine",
+    )
+    grade.add_argument(
+        "--tls-dir",
+        help="the grader's certificate for a tls:// scheduler: DIR/grader of `xtc-katas "
+        "cluster certs DIR NODE...`",
+    )
+    grade.add_argument(
+        "--insecure",
+        action="store_true",
+        help="grade on a scheduler reached without TLS (tcp://): anyone who can reach it "
+        "could change any grade, and every result says so",
     )
     grade.add_argument("--katas", default="", help="e.g. 1-4 or 1,2,5 (default: every kata)")
     grade.add_argument("--format", choices=("exercism", "gradescope"), default="exercism")
@@ -100,10 +112,11 @@ def parse_katas(text: str) -> list[Any]:
     return [k for k in katas() if k.id in chosen]
 
 
-def job_key(content_hash: str, config: Any) -> str:
+def job_key(content_hash: str, config: Any, insecure: bool = False) -> str:
     """What a grade depends on: the submission's content, the suite, katas and backend."""
     text = f"{content_hash}|{config.suite}|{','.join(config.katas)}|{config.backend}"
     text += "" if config.confined else "|unconfined"
+    text += "|insecure" if insecure else ""
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -208,11 +221,13 @@ def grade_class(
     only: Sequence[str] = (),
     timeout: float | None = None,
     confined: bool = True,
+    tls_dir: Path | None = None,
+    insecure: bool = False,
 ) -> Outcome:
     """Grade the submissions `entries` (submissions.Entry) into `out`; see the module's
     docstring. `timeout`: seconds per kata (grading_job.KATA_TIMEOUT by default);
     `confined`: each kata's run in bubblewrap (grade/sandbox.py), refused where it cannot
-    run (Unconfinable)."""
+    run (Unconfinable); `tls_dir`, `insecure`: how `scheduler` is reached (cluster.security)."""
     from tqdm import tqdm
 
     from xtc_katas.grade import class_report, cluster, grading_job, sandbox, submissions
@@ -232,7 +247,7 @@ def grade_class(
     )
     outcome = Outcome()
     to_grade = []
-    keys = {sub.id: job_key(sub.content_hash, config) for sub in subs}
+    keys = {sub.id: job_key(sub.content_hash, config, insecure) for sub in subs}
     for sub in subs:
         key = keys[sub.id]
         if (sub.id in only) if only else needs_grading(_stored(out, sub.id), key, rerun_failed):
@@ -248,7 +263,7 @@ def grade_class(
         )
     out.mkdir(parents=True, exist_ok=True)
     if to_grade:
-        with cluster.connect(scheduler) as (client, scratch):
+        with cluster.connect(scheduler, tls_dir, insecure) as (client, scratch):
             slots = cluster.check(client)
             if scratch is not None:
                 config = grading_job.GradeConfig(**{**vars(config), "scratch": str(scratch)})
@@ -263,6 +278,7 @@ def grade_class(
 
                 def done(sub: Any, doc: dict[str, Any]) -> None:
                     doc["key"] = keys[sub.id]
+                    cluster.say_how_reached(doc, insecure)
                     write_results(out, doc, fmt)
                     graded = doc["grading_status"] == "graded"
                     (outcome.graded if graded else outcome.grader_errors).append(sub.id)
@@ -291,7 +307,7 @@ def _path(text: str) -> str:
 
 def main(args: argparse.Namespace) -> int:
     from xtc_katas.grade import submissions
-    from xtc_katas.grade.cluster import UnfairCluster
+    from xtc_katas.grade.cluster import Insecure, UnfairCluster
 
     entries = submissions.roster(Path(_path(args.roster))) if args.roster else []
     entries += [submissions.Entry(_path(s)) for s in args.submissions]
@@ -316,8 +332,10 @@ def main(args: argparse.Namespace) -> int:
             rerun_failed=args.rerun_failed,
             only=args.only or (),
             confined=not args.unconfined,
+            tls_dir=Path(_path(args.tls_dir)) if args.tls_dir else None,
+            insecure=args.insecure,
         )
-    except (UnfairCluster, Unconfinable) as exc:
+    except (UnfairCluster, Unconfinable, Insecure) as exc:
         print(f"xtc-katas grade: {exc}", file=sys.stderr)
         return 2
     print(

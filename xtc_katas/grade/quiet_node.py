@@ -1,7 +1,7 @@
 """Dask's own sampling turned down on a grading node (cluster.QUIET), preloaded by its nanny:
 
-    dask worker tcp://HEAD:8786 --nworkers 1 --nthreads 1 --resources node=1 \
-        --preload-nanny xtc_katas.grade.quiet_node
+    dask worker tls://HEAD:8786 --nworkers 1 --nthreads 1 --resources node=1 \
+        --preload-nanny xtc_katas.grade.quiet_node --tls-ca-file ... (cluster.TLS_FLAGS)
 
 A nanny imports its preloads before it reads the configuration it hands to the worker it
 starts, so the settings made here, at import, are the worker's too (and its restarts').

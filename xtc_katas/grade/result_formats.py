@@ -59,6 +59,7 @@ def exercism(doc: dict[str, Any]) -> dict[str, Any]:
         "katas": doc["katas"],
         "notes": doc["notes"],
         "confined": doc.get("confined", False),
+        "secure_cluster": doc.get("secure_cluster"),  # None: graded before it was said
         "node": doc["node"],
         "suite_commit": doc["suite_commit"],
         "submission_hash": doc["submission_hash"],
