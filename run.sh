@@ -100,30 +100,37 @@ ensure_system_darwin() {
     exit 1
 }
 
-# The notebook's browser test (tests/test_notebook_app.py) drives Debian's chromium through
-# Playwright: Playwright's own browser download is not used (and cannot work offline).
-# Installed for `./run.sh test` only: the learner's loop does not need it. ~1 min 50 s
-# with apt-get update on a busy 2-vCPU AMD EPYC (family 23 model 1), once per machine.
-BROWSER_PACKAGES="chromium iproute2" # iproute2: tests/test_cluster_tls.py's two nodes (ip netns)
+# What only `./run.sh test` needs, never the learner's loop: Debian's chromium, which the
+# notebook's browser test (tests/test_notebook_app.py) drives through Playwright (whose own
+# browser download is not used, and cannot work offline), and iproute2's `ip`, with which
+# tests/test_cluster_tls.py makes its two nodes. ~1 min 50 s with apt-get update on a busy
+# 2-vCPU AMD EPYC (family 23 model 1), once per machine.
+TEST_PACKAGES="chromium iproute2"
 
-ensure_browser() {
-    [ -n "${XTC_KATAS_CHROMIUM:-}" ] && return 0
-    command -v chromium >/dev/null 2>&1 && return 0
+missing_test_tools() {
+    [ -n "${XTC_KATAS_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || printf 'chromium '
+    [ -n "$DARWIN" ] || command -v ip >/dev/null 2>&1 || printf 'ip '
+    return 0
+}
+
+ensure_test_tools() {
+    [ -z "$(missing_test_tools)" ] && return 0
     if [ -n "$DARWIN" ]; then
         say "no chromium: the notebook's browser test skips; for it: brew install --cask chromium, then XTC_KATAS_CHROMIUM=<its binary> ./run.sh test"
         return 0
     fi
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         local started=$SECONDS
-        say "installing $BROWSER_PACKAGES for the notebook's browser test (once per machine)"
+        say "installing $TEST_PACKAGES for the browser and two-node tests (once per machine)"
         # Offline (or a broken mirror) must not abort `set -e`: the message below says it.
+        # shellcheck disable=SC2086 # one word per package
         { apt-get update -qq &&
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $BROWSER_PACKAGES >/dev/null; } ||
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $TEST_PACKAGES >/dev/null; } ||
             true
-        command -v chromium >/dev/null 2>&1 && say "installed in $((SECONDS - started)) s" && return 0
+        [ -z "$(missing_test_tools)" ] && say "installed in $((SECONDS - started)) s" && return 0
     fi
-    # Not fatal here: outside CI the browser test skips, saying the same; in CI it fails.
-    say "no chromium: the notebook's browser test needs it: sudo apt-get install -y $BROWSER_PACKAGES"
+    # Not fatal here: outside CI those tests skip, saying the same; in CI they fail.
+    say "no $(missing_test_tools)for the browser and two-node tests: sudo apt-get install -y $TEST_PACKAGES"
 }
 
 # sha256sum on Linux, shasum (perl's, in every macOS) elsewhere.
@@ -197,7 +204,7 @@ case "${1:-}" in
         ;;
     test)
         shift
-        ensure_browser
+        ensure_test_tools
         # A private temp dir for the whole run, checked afterwards: nothing may be left
         # in it but pytest's own directories, and nothing new in the repository.
         scratch="$(mktemp -d)"
