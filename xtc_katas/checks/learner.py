@@ -125,7 +125,7 @@ class Learner:
             try:
                 self._worker = Worker(
                     _load, self.kata, self.solution, what=f"{self.kata.id}'s code",
-                    time_limit_s=CALL_TIME_LIMIT_S, hint=CALL_HINT,
+                    time_limit_s=CALL_TIME_LIMIT_S, hint=CALL_HINT, fresh=True,
                 )  # fmt: skip
             except Exception as exc:  # its import raised, hung or crashed
                 self._import_failed = exc

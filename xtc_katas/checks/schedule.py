@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from xtc_katas.checks.loop_nests import loop_axes
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
+from xtc_katas.measure import wire
 from xtc_katas.measure.observed import Proxy
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ FUSING_ANNOTATIONS = ("fuse_consumer", "fuse_producer")
 READ_ONLY = ("get_loop_nest", "schedule")
 
 
+@wire.record
 @dataclass(frozen=True)
 class Call:
     """One primitive call a learner's schedule function made on `sch`, as it was made."""
