@@ -301,6 +301,11 @@ class Worker:
             ) from None
         except OSError:  # longer than MAX_MESSAGE_BYTES: refused unread
             self.refuse(f"a message of more than {wire.MAX_MESSAGE_BYTES} bytes")
+        return self._decoded(data)
+
+    def _decoded(self, data: bytes) -> tuple[str, Any]:
+        """The (status, value) a child's message holds; its error raised; NotPlainData for
+        anything else."""
         try:
             message = wire.decode(data)
             value = None
