@@ -18,13 +18,15 @@ import importlib.machinery
 import importlib.util
 import io
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import pickle
 import signal
 import sys
 import traceback
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from multiprocessing import popen_forkserver, spawn
 from typing import Any, NoReturn, TypeVar
 
 from xtc_katas.kata.failures import KataFailure
@@ -57,9 +59,50 @@ class NotPlainData(KataFailure):
     """The child sent back something not plain data (a class or function of its own)."""
 
 
+def _forkserver_running() -> bool:
+    """Whether this process started its forkserver (start_fresh_workers)."""
+    server = multiprocessing.forkserver._forkserver  # type: ignore[attr-defined]
+    return server._forkserver_pid is not None
+
+
 #: Modules a fresh worker's forkserver imports once, so that each worker forked from it
 #: starts with them: the harness's probes, numpy and XTC's graphs and schedulers.
 PRELOAD = ("xtc_katas.checks.learner", "xtc_katas.checks.kinds", "xtc.graphs.xtc.op")
+
+
+class _FreshPopen(popen_forkserver.Popen):
+    """A forkserver's child that does not run the harness's __main__ again: a script's
+    (pytest's, xtc-katas') __main__ is not the worker's, and would cost its imports."""
+
+    def _launch(self, process_obj: Any) -> None:
+        prepare = spawn.get_preparation_data
+
+        def without_main(name: str) -> dict:
+            data = prepare(name)
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+            return data
+
+        spawn.get_preparation_data = without_main
+        try:
+            super()._launch(process_obj)
+        finally:
+            spawn.get_preparation_data = prepare
+
+
+class _FreshProcess(multiprocessing.context.ForkServerProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        return _FreshPopen(process_obj)
+
+
+def start_fresh_workers(backends: Iterable[str] = ()) -> None:
+    """Start the forkserver of the learner's workers now, in the background, with PRELOAD
+    and `backends` ("mlir", "tvm") imported once there: the first worker then starts
+    without importing them, and the harness goes on meanwhile."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([*PRELOAD, *(f"xtc.backends.{name}" for name in backends)])
+    multiprocessing.forkserver.ensure_running()
 
 
 def _send(connection: Any, message: Any) -> None:
@@ -230,14 +273,14 @@ class Worker:
         request = (first, args, {}, False)
         if fresh:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(list(PRELOAD))
+            if not _forkserver_running():
+                start_fresh_workers()
         else:
             module_cache.host_runtime()
             context = multiprocessing.get_context("fork")
         self.connection, child = context.Pipe()
-        self.process = context.Process(
-            target=_serve, args=(child, None if fresh else request), daemon=True
-        )
+        made = _FreshProcess if fresh else context.Process
+        self.process = made(target=_serve, args=(child, None if fresh else request), daemon=True)
         self.process.start()
         child.close()
         try:

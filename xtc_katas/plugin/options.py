@@ -12,7 +12,7 @@ import pytest
 
 from xtc_katas.kata import loader, stubs
 from xtc_katas.kata.manifest import Kata, kata_of_path
-from xtc_katas.measure import machine
+from xtc_katas.measure import isolation, machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend, set_thread_defaults
 
 BACKEND_ENV = "XTC_KATAS_BACKEND"
@@ -86,6 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
     machine.remember_cpu_reading()  # before anything imports XTC
     set_thread_defaults()
     machine.emulate_cpu_info()
+    if not config.getoption("--check-stubs"):  # the learner's workers' fresh interpreter
+        isolation.start_fresh_workers(config.getoption("--backend") or BACKENDS)
 
 
 def parallel_run(config: pytest.Config) -> bool:
