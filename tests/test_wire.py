@@ -7,6 +7,7 @@ learner's worker, a fresh interpreter, holds none of the reference."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ import xtc.graphs.xtc.op  # noqa: F401  (a graph's first decoding imports it: no
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from xtc_katas.checks.confine import CONFINE_ENV
 from xtc_katas.checks.learner import Learner, reference_learner
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import find
@@ -309,3 +311,24 @@ def test_the_learners_worker_is_not_a_fork_of_the_harness():
         parent = int(Path(f"/proc/{worker.pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
         assert parent != os.getpid(), "forked from the forkserver, not from the harness"
         assert isolation.PRELOAD[0] in sys.modules
+
+
+def forkserver_reached(module: object, address: str) -> bool:
+    """In the learner's worker: whether the forkserver's socket is there to connect to
+    (not connected to: Python 3.11's forkserver ends at a client that sends nothing)."""
+    return os.path.exists(address)
+
+
+def test_a_confined_worker_cannot_reach_the_forkserver_it_came_from(monkeypatch):
+    """The forkserver forks whatever it is asked, outside the worker's namespaces: in a
+    confined grading, the worker does not reach its socket (checks/confine.py)."""
+    import multiprocessing.forkserver
+
+    with Learner(find(4), solution=False) as learner:
+        learner.run(isolation_pid)
+        address = multiprocessing.forkserver._forkserver._forkserver_address
+        assert learner.run(forkserver_reached, address), "the control: unconfined"
+    monkeypatch.setenv(CONFINE_ENV, json.dumps({"hide": [], "read_only": []}))
+    with Learner(find(4), solution=False) as learner:
+        assert not learner.run(forkserver_reached, address)
+    assert multiprocessing.forkserver._forkserver._forkserver_address == address
