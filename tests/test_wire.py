@@ -332,3 +332,24 @@ def test_a_confined_worker_cannot_reach_the_forkserver_it_came_from(monkeypatch)
     with Learner(find(4), solution=False) as learner:
         assert not learner.run(forkserver_reached, address)
     assert multiprocessing.forkserver._forkserver._forkserver_address == address
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        [("name", "__class__"), ("args", wire.Tup([])), ("kwargs", wire.Map([]))],
+        [("name", "schedule"), ("args", wire.Tup([])), ("kwargs", wire.Map([]))],
+        [("name", "interchange"), ("args", wire.Seq([])), ("kwargs", wire.Map([]))],
+        [("name", "interchange"), ("args", wire.Tup([])), ("kwargs", wire.Map([(1, 2)]))],
+    ],
+)
+def test_a_recorded_call_names_only_a_primitive_the_harness_replays(fields):
+    """A schedule crosses as recorded calls, replayed by name on the harness's scheduler:
+    a dunder, a read-only method, or arguments of another shape are refused."""
+    kind = "xtc_katas.checks.schedule.Call"
+    found = _decoded(msgspec.msgpack.encode(wire.Ok(wire.Record(kind, fields))))
+    assert isinstance(found, NotPlainData), found
+    fine = [("name", "interchange"), ("args", wire.Tup([wire.Seq(["i", "k", "j"])]))]
+    fine.append(("kwargs", wire.Map([])))
+    _, call = _decoded(msgspec.msgpack.encode(wire.Ok(wire.Record(kind, fine))))
+    assert (call.name, call.args, call.kwargs) == ("interchange", (["i", "k", "j"],), {})
