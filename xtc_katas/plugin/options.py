@@ -86,8 +86,6 @@ def pytest_configure(config: pytest.Config) -> None:
     machine.remember_cpu_reading()  # before anything imports XTC
     set_thread_defaults()
     machine.emulate_cpu_info()
-    if not config.getoption("--check-stubs"):  # the learner's workers' fresh interpreter
-        isolation.start_fresh_workers(config.getoption("--backend") or BACKENDS)
 
 
 def parallel_run(config: pytest.Config) -> bool:
@@ -123,6 +121,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if perf and parallel_run(config):
         items[:] = [item for item in items if not item.get_closest_marker("perf")]
         config.hook.pytest_deselected(items=perf)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the learner's workers' forkserver (a fresh interpreter), with the backends
+    the selected tests compile on imported once there, while the first tests start."""
+    if session.config.getoption("--check-stubs") or not session.items:
+        return
+    used = set()
+    for item in session.items:
+        backend = getattr(getattr(item, "callspec", None), "params", {}).get("backend")
+        if isinstance(backend, KataBackend):
+            used.add(backend.name)
+    isolation.start_fresh_workers(sorted(used))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
