@@ -26,7 +26,7 @@ import sys
 import traceback
 import types
 from collections.abc import Callable, Iterable, Iterator
-from multiprocessing import popen_forkserver, spawn
+from multiprocessing import popen_forkserver, reduction, spawn
 from typing import Any, NoReturn, TypeVar
 
 from xtc_katas.kata.failures import KataFailure
@@ -88,6 +88,24 @@ class _FreshPopen(popen_forkserver.Popen):
             super()._launch(process_obj)
         finally:
             spawn.get_preparation_data = prepare
+
+
+class _Output:
+    """This process's fd 1 or 2 as it is when a fresh worker starts (pytest's capture of
+    the test that starts it), passed to the worker as a fork would: its prints go where
+    the harness's go, not to the terminal the forkserver was started from."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __reduce__(self) -> tuple:
+        return _dup_to, (reduction.DupFd(self.fd), self.fd)
+
+
+def _dup_to(passed: Any, fd: int) -> int:
+    """In a fresh worker: the fd passed made this process's `fd`."""
+    os.dup2(passed.detach(), fd)
+    return fd
 
 
 class _FreshProcess(multiprocessing.context.ForkServerProcess):
@@ -209,7 +227,7 @@ def ask(question: Any) -> Any:
     return pickle.loads(connection.recv_bytes())
 
 
-def _serve(connection: Any, request: tuple | None) -> None:
+def _serve(connection: Any, request: tuple | None, *outputs: int) -> None:
     """The child's life: the first request (None: a fresh interpreter's, read from the
     pipe after the parent's environment, folder and sys.path), then each one the parent
     sends, until it sends None. A request is (function, args, kwargs, iterating); every
@@ -279,8 +297,13 @@ class Worker:
             module_cache.host_runtime()
             context = multiprocessing.get_context("fork")
         self.connection, child = context.Pipe()
-        made = _FreshProcess if fresh else context.Process
-        self.process = made(target=_serve, args=(child, None if fresh else request), daemon=True)
+        if fresh:  # fds 1 and 2 of now, dup2'ed in the child as the Process is unpickled
+            sys.stdout.flush()
+            sys.stderr.flush()
+            args: tuple = (child, None, _Output(1), _Output(2))
+            self.process = _FreshProcess(target=_serve, args=args, daemon=True)
+        else:
+            self.process = context.Process(target=_serve, args=(child, request), daemon=True)
         self.process.start()
         child.close()
         try:
