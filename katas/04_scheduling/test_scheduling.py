@@ -31,7 +31,7 @@ def test_schedule_interchange_keeps_up_with_its_reference(task):
     task.assert_speed()
 
 
-# --- schedule_vectorize: a vector tile of j ------------------------------------------------
+# --- schedule_vectorize: the innermost loop runs on vectors ---------------------------------
 
 
 @pytest.mark.task("schedule_vectorize")
