@@ -455,9 +455,8 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
             else f" (a tile of {max(k_tiles)} step walks it one element at a time)"
         )
         mistakes.append(
-            f"axis {k!r} is not walked in steps{ones}: make a small tile of it (TVM's "
-            "kfactor): the later steps unroll that tile and put it between a row of the "
-            "block and the vector"
+            f"axis {k!r} is not walked in steps{ones}: the task asks for a small tile of "
+            "it (TVM's kfactor), which the later steps build on"
         )
     if mistakes:
         return mistakes
