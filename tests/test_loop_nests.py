@@ -37,7 +37,7 @@ def test_the_machine_is_read_from_xtc():
 def test_stride_one_wants_j_innermost():
     assert loop_nests.stride_one(nest(TUTORIAL, ("interchange", ["i", "k", "j"])), TUTORIAL) == []
     (mistake,) = loop_nests.stride_one(nest(TUTORIAL), TUTORIAL)
-    assert "innermost loop is 'k'" in mistake and "interchange" in mistake
+    assert "innermost loop is 'k'" in mistake and "'j' are consecutive" in mistake
 
 
 def test_vector_tile_wants_a_vectorized_tile_of_whole_vectors():
@@ -592,7 +592,7 @@ def test_c_is_buffered_one_block_at_a_time(order, at, right):
     assert (mistakes == []) == right, mistakes
     if not right:
         assert f"the write buffer is at {at!r}, outside the loop over blocks of" in mistakes[0]
-        assert "holds one block" in mistakes[0]
+        assert "not one block" in mistakes[0]
 
 
 BLOCKED_ORDER = ["i", "j", "k", "k1", "i1", "j1"]  # kata 10's step 1, the reference
@@ -622,7 +622,7 @@ def test_a_conv_is_told_in_its_own_axes():
 
     naive = nest(CONV)
     (mistake,) = loop_nests.stride_one(naive, CONV)
-    assert "Put a loop over 'f' last" in mistake
+    assert "the elements of 'f' are consecutive" in mistake
     assert "'i'" not in mistake and "'j'" not in mistake, mistake
     (mistake,) = loop_nests.parallel_rows(naive, CONV)
     assert "the outermost loop over the output" in mistake, mistake

@@ -3,7 +3,7 @@ breaks its lesson's rule teaches the learner that the rule does not matter.
 
 - 06: "keep every candidate valid: the accumulators, B's vectors and A's broadcast fit
   the registers": no candidate of the reference's space spills, on any ISA it meets;
-- 07 and 11: the `vr` filters' sizes are fixed defaults, "pass your machine's": the
+- 07 and 11: the `vr` filters' sizes are fixed defaults, "are they this machine's?": the
   references' strategies carry this machine's registers and caches;
 - 03: "the fastest of several": the reference's evaluator times more than one run.
 

@@ -32,8 +32,8 @@ def check_inputs(graph, I, J, K, dtype):  # noqa: E741
     outputs = [tuple(t.shape) for t in graph.outputs_types]
     assert len(outputs) == 1, (
         f"the graph has {len(outputs)} outputs, of shapes {outputs}, expected one of shape "
-        f"{(I, J)}: a node's result that no other node reads becomes an output. Feed each "
-        "node the result of the one before it: C = O.matmul(a, b, ...), then O.relu(C, ...)"
+        f"{(I, J)}: a node's result that no other node reads becomes an output. Which "
+        "node's result does each node read? (the lesson's 'Tensors and operators')"
     )
     assert outputs == [(I, J)], f"the output has shape {outputs[0]}, expected C's {(I, J)}"
     assert [t.dtype for t in graph.outputs_types] == [dtype], f"the output is not {dtype}"

@@ -9,7 +9,7 @@ schedule, the reference spec and the previous task's reference (xtc_katas/checks
 
 import pytest
 
-# --- vectorize_spec: i, k, j and a vector tile of j --------------------------------------
+# --- vectorize_spec: the nest of schedule_vectorize, declared -------------------------------
 
 
 @pytest.mark.task("vectorize_spec")

@@ -168,9 +168,9 @@ def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
     task.assert_speed(
         kernel=learner,
         advice=f"the best of {NUM} samples (seed {SEED}) of {name}, "
-        f"{samples[best]}, is not enough. Pick a strategy whose samples are vectorized (the "
-        "v and vr variants), give it this machine's vec_size, or compare strategies with "
-        "`xtc-katas explore 7`",
+        f"{samples[best]}, is not enough: how many of that strategy's samples run on "
+        "vectors of this machine's width and fit its registers (the lesson's filters)? "
+        "`xtc-katas explore 7` compares strategies",
         strategy=name,
         best=str(samples[best]),
         finalists="; ".join(f"{samples[n]} {run.items[n][3]:.1f}%" for n in finalists),

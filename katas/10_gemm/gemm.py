@@ -8,7 +8,7 @@ the previous one and adds one technique (calling the previous function is fine):
     2. gemm_vectorize     the block's row computed with vector instructions
     3. gemm_permute       a row of the block kept in registers while k's steps run
     4. gemm_pack          the panel of B that a block reads copied to a buffer of its own
-    5. gemm_write_cache   the block accumulated in a buffer of its own; k's steps unrolled
+    5. gemm_write_cache   the block accumulated in a buffer of its own; one short loop unrolled
     6. gemm_parallel      the blocks shared by the cores
 
 The primitives, shown on other axes and sizes (xtc/itf/schd/scheduler.py):
@@ -56,7 +56,8 @@ def gemm_pack(sch: Any) -> None:
 
 def gemm_write_cache(sch: Any) -> None:
     """Step 5: step 4, with C's block accumulated in a write buffer that holds one block
-    (buffer_at names the loop), and the steps of k unrolled."""
+    (buffer_at names the loop), and one short tile loop unrolled by its full trip count:
+    which one, the lesson's step 5 asks."""
     raise NotImplementedError
 
 

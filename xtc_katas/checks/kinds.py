@@ -147,7 +147,7 @@ def baseline_probe(module: ModuleType, asked: Asked) -> list[Call]:
         Backend = Proxy(asked.backend.Backend, __call__=backend_of)
         getattr(module, asked.function)(asked.problem.graph(), Backend, f"{scratch}/baseline")
     if not made:
-        raise LookupError("no scheduler was made: build one with Backend(graph).get_scheduler()")
+        raise LookupError("no scheduler was made from the Backend it was given")
     return made[-1]
 
 

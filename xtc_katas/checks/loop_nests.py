@@ -123,8 +123,8 @@ def stride_one(loop_nest: Any, problem: Problem) -> list[str]:
     innermost = [(node, loops(node, axes)[-1:]) for node in loop_nest.nodes]
     return [
         f"the innermost loop{_where(node)} is {loop.name!r}, over axis {loop.axis!r}: "
-        f"each step jumps to another row in memory. Put a loop over {axis!r} last in the "
-        "interchange"
+        f"each step jumps to another row in memory, where the elements of {axis!r} are "
+        "consecutive"
         for node, last in innermost
         for loop in last
         if not loop.segment and loop.axis != axis
@@ -141,9 +141,9 @@ def vector_tile(loop_nest: Any, problem: Problem, node: Any = None) -> list[str]
     last = node_loops[-1]
     if last.name not in node.vectorize:
         return [
-            f"the innermost loop{_where(node)} {last.name!r} is not vectorized: "
-            f"strip_mine {axis!r} into a tile of {simd.lanes} (or a multiple), put it last "
-            "in the interchange and vectorize it"
+            f"the innermost loop{_where(node)} {last.name!r} is not vectorized: the "
+            f"elements of {axis!r} are consecutive, and this machine's vectors hold "
+            f"{simd.lanes} floats"
         ]
     mistakes = []
     if last.axis != axis:
@@ -455,9 +455,8 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
             else f" (a tile of {max(k_tiles)} step walks it one element at a time)"
         )
         mistakes.append(
-            f"axis {k!r} is not walked in steps{ones}: make a small tile of it (TVM's "
-            "kfactor): the later steps unroll that tile and put it between a row of the "
-            "block and the vector"
+            f"axis {k!r} is not walked in steps{ones}: the task asks for a small tile of "
+            "it (TVM's kfactor), which the later steps build on"
         )
     if mistakes:
         return mistakes
@@ -470,9 +469,8 @@ def blocked(loop_nest: Any, problem: Problem) -> list[str]:
     elif node_loops and node_loops[-1].axis == k:
         mistakes.append(
             f"the innermost loop {names[-1]!r} walks the reduction {k!r} (the interchange "
-            f"is {names}): inside a block, the steps of {k!r} go outside the block's rows "
-            f"and columns, so that each step updates the whole block and the loop over "
-            f"{j!r} stays innermost for the next step's vectors"
+            f"is {names}): each step of {k!r} then updates one element at a time, a chain "
+            "of dependent adds, where the vector loop could update a whole row of the block"
         )
     return mistakes
 
@@ -488,8 +486,8 @@ def permuted(loop_nest: Any, problem: Problem) -> list[str]:
     if last_three != [i, k, j] or node_loops[-2].size is None:
         mistakes.append(
             f"the three innermost loops walk {last_three} (the interchange is "
-            f"{node.interchange}): make them a tile of {i!r}, then a tile of {k!r}, then "
-            f"the vector tile of {j!r}"
+            f"{node.interchange}): which order keeps a row of the block in registers while "
+            f"{k!r} runs, and reads A along its rows? (the lesson's step 3)"
         )
     return mistakes
 
@@ -548,8 +546,7 @@ def write_cache(loop_nest: Any, problem: Problem, backend: str) -> list[str]:
                 f"the write buffer is at {at!r}, outside the loop over blocks of "
                 f"{' and '.join(repr(a) for a in free)} (the interchange is {node.interchange}): "
                 "it then holds a whole row or column of blocks, not one block, and at N = 512 "
-                "its rows fall into the same few L1 sets again. Put it at the last loop over "
-                f"blocks before {k!r}, so that it holds one block"
+                "its rows fall into the same few L1 sets again"
             )
     k_tiles = [loop for loop in node_loops if loop.axis == k and loop.size is not None]
     unrolled = [tile for tile in k_tiles if tile.name in node.unroll]
@@ -573,7 +570,6 @@ def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
     axes of the output (each output element is computed by one thread), nothing that
     repeats runs outside them (an axis of size 1 may), and they have iterations to share."""
     parallel_axes, sizes = _output_axes(problem), problem.axis_sizes
-    rows = next((dim for dim in parallel_axes if sizes[dim] > 1), parallel_axes[0])
     root, root_loops = _root(loop_nest)
     parallel = [loop for loop in root_loops if loop.name in root.parallelize]
     if not parallel:
@@ -582,7 +578,7 @@ def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
     either = ", ".join(repr(a) for a in parallel_axes)
     mistakes = [
         f"the parallel loop {loop.name!r} walks {loop.axis!r}: parallelize a loop over the "
-        f"output ({either}), e.g. {rows!r}"
+        f"output ({either}), so that each output element is written by one thread"
         for loop in parallel
         if loop.axis not in parallel_axes
     ]

@@ -270,16 +270,20 @@ class TaskUnderTest:
     def speed_advice(self) -> str:
         """A slow kernel's "next:" line, where its test names none: with a shape check
         failing, that the task's shape test tells what the loop nest lacks (told there, and
-        in a learner's run in the same block: not twice), or, with the shape there, how
-        to diff it against the reference (a hint may be about what the learner did)."""
+        in a learner's run in the same block: not twice), or, with the shape there, where
+        to look first (their own nest and code, the lesson, the hints) and, last, how to
+        diff it against the reference: a learner who has tried everything is not left
+        stuck, and one who has not is sent to their own code before the answer."""
         if self.task.shape and self.shape_mistakes():
             return (
                 "your loop nest lacks this step's shape, which this task's shape test tells: "
                 f"pytest katas/{self.kata.id} -k {self.function}"
             )
         yours = "your loop nest has this step's shape, and still" if self.task.shape else "yours"
+        number, function = self.kata.number, self.function
         return (
-            f"{yours} runs slower than the reference: read the code it became, xtc-katas "
-            f"show {self.kata.number} {self.function} --asm; the reference's beside it (its "
-            "answer, before your pass): --nest --diff --spoil"
+            f"{yours} runs slower than the reference: read your loop nest and the code it "
+            f"became (xtc-katas show {number} {function} --nest --asm) against the lesson's "
+            f"arithmetic, then xtc-katas hint {number} {function}; only as a last resort, "
+            "the reference's answer beside yours: --nest --diff --spoil"
         )
