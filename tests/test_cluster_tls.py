@@ -546,6 +546,9 @@ def graded_by(out: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow  # each node copies the suite
+# The class twice (two nodes, then one), each wait bounded by CLASS: pytest-timeout's 300 s
+# stopped it in a fresh root at a load of 8, where each node also warms its trusted cache.
+@pytest.mark.timeout(2 * CLASS)
 def test_a_class_on_two_nodes_is_graded_as_on_one_and_a_lost_node_s_grading_moves(
     two_nodes: Cluster, tmp_path: Path
 ) -> None:
