@@ -525,7 +525,7 @@ def grade_on(node: Node, cwd: Path, out: str, names: list[str], certs: Path) -> 
 
 def grading_now(node: Node) -> str:
     """The submission `node` is grading (its mark in its grading's copy), or ""."""
-    for stub in (node.folder / "tmp").glob("xtc-katas-grade-*/xtc-katas/katas/*/*.py"):
+    for stub in (node.folder / "tmp").glob("xtc-katas-grade-*/run/xtc-katas/katas/*/*.py"):
         try:
             first = stub.read_text().partition("\n")[0]
         except OSError:  # removed meanwhile
@@ -568,6 +568,11 @@ def test_a_class_on_two_nodes_is_graded_as_on_one_and_a_lost_node_s_grading_move
 
         def b_grades_its_second() -> bool:
             nonlocal lost
+            if grader.poll() is not None:  # the class ended without it: no use waiting
+                pytest.fail(
+                    f"the class ended (exit {grader.returncode}) before node B was seen "
+                    f"grading a second submission:\n{(tmp_path / 'two.log').read_text()}"
+                )
             done = graded_by(tmp_path / "two")
             lost = grading_now(b)
             return "node-b" in done.values() and lost not in ("", *done)
