@@ -552,8 +552,8 @@ def write_cache(loop_nest: Any, problem: Problem, backend: str) -> list[str]:
     unrolled = [tile for tile in k_tiles if tile.name in node.unroll]
     if not unrolled:
         mistakes.append(
-            f"the tile of {k!r} is not unrolled: unroll it by its size, so that its steps "
-            "run back to back on the row kept in registers"
+            "the block's short loops are not unrolled: which one has no independent work "
+            "across its steps (the lesson's step 5)?"
         )
     elif all(tile.size is not None and node.unroll[tile.name] < tile.size for tile in unrolled):
         tile = unrolled[-1]
