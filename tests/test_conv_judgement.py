@@ -195,7 +195,7 @@ WRONG = [
                 SAMPLES,
                 (
                     STRATEGY_MISTAKE,
-                    "parallelize ['b', 'h', 'w', 'f']: build the strategy with threads=1",
+                    "parallelize ['b', 'h', 'w', 'f']: the harness races its sample on one core",
                 ),
             ),
         ],
