@@ -40,6 +40,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from xtc_katas import ROOT
 from xtc_katas.checks.confine import CONFINE_ENV
 from xtc_katas.grade import memory_cap, sandbox
@@ -227,7 +229,9 @@ def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
     kata. Every file is then made readable by the sandbox's user, and its sha256
     recorded beside the folder (module_cache.TRUSTED_INDEX), which a graded run sees
     read-only: it loads only what matches."""
-    scratch = Path(config.scratch or tempfile.gettempdir())
+    # The node's own cache folder where no scratch is given, not the temp dir: it outlives
+    # every grading on the node (./run.sh test found it left in its temp dir).
+    scratch = Path(config.scratch or platformdirs.user_cache_dir("xtc-katas"))
     root = scratch / TRUSTED_CACHE
     index_path = Path(f"{root}{module_cache.TRUSTED_INDEX}")
     root.mkdir(parents=True, exist_ok=True)
