@@ -258,7 +258,8 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
     if rows.name not in node.unroll:
         mistakes.append(
             f"the row tile {rows.name!r} is not unrolled: unroll it by its full size, so "
-            "that each step's accumulator becomes its own register"
+            "that each step's accumulator is its own register by your schedule, not by "
+            "LLVM's choice (it unrolls some short loops by itself, not all)"
         )
     elif rows.size is not None and node.unroll[rows.name] < rows.size:
         mistakes.append(
@@ -274,8 +275,8 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
             mistakes.append(
                 f"the loop {loop.name!r} ({steps}) runs between the {k!r} loop and the vector "
                 f"tile without being unrolled: each of its steps needs its own accumulators, "
-                f"which then leave the registers at every step of {k!r}. Move it outside "
-                f"{k!r}, or make it a tile and unroll it fully"
+                f"which stay in registers across {k!r} only where LLVM happens to unroll it "
+                f"by itself. Move it outside {k!r}, or make it a tile and unroll it fully"
             )
     return mistakes or accumulators_fit(loop_nest, problem)
 
