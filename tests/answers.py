@@ -162,10 +162,11 @@ FUSE = '"fuse_consumer": True'
 #: accesses a step, both backends); on AVX-512 they are 8 zmm and fit. Their shape is
 #: right: tests/test_right_answers.py judges each as AVX2 too (XTC_KATAS_ISA=avx2), and a
 #: failed race tells the spill (loop_nests.spilled_accumulators). Raced on Zen 3 (AVX2),
-#: under load, 4 runs each: one vector a tile (lanes) read 0.80-0.88 (MLIR) and 1.03-1.30
-#: (TVM) of the reference, margins over the bar 1.21-1.85, so the catalogue (RIGHT) holds
-#: them; a tile of 16, two vectors there, read 0.50-0.83 and 0.75-0.88, margins 0.72-1.29
-#: (one MLIR race failed): the race's to judge, not a right answer with room to spare.
+#: under load, 4 runs of each kata: one vector a tile (lanes) read 0.75-0.95 (MLIR) and
+#: 1.03-1.30 (TVM) of the reference, margins over the bar 1.16-1.85, so the catalogue
+#: (RIGHT) holds them; a tile of 16, two vectors there, read 0.50-0.83 and 0.75-0.88 in 5
+#: runs, margins 0.72-1.29 (one MLIR race failed): the race's to judge, not a right
+#: answer with room to spare (docs/calibration/04_scheduling.md).
 K_OUTER: dict[int, tuple[Answer, ...]] = {
     4: (
         right(

@@ -167,9 +167,9 @@ def accumulators_fit(loop_nest: Any, problem: Problem) -> list[str]:
     column vector and one broadcast must fit the register file, or they spill to memory at
     every step. Only there is the spill the schedule's own doing: LLVM also unrolls short
     plain loops inside k by itself (k, i, j, j1 on the tutorial's 4x32: 16 ymm, 20-22
-    stack accesses a step on AVX2), but such a vectorized loop raced 0.75-1.16x the
-    reference on Zen 3 and passed (docs/calibration/04_scheduling.md): that cause is the
-    race's to tell (spilled_accumulators), not the shape test's."""
+    stack accesses a step on AVX2), but such vectorized loops raced 0.50-1.30x the
+    reference on Zen 3 and passed 25 of 26 races (docs/calibration/04_scheduling.md):
+    that cause is the race's to tell (spilled_accumulators), not the shape test's."""
     return _spills(loop_nest, problem, unrolled_only=True)
 
 
