@@ -436,8 +436,8 @@ NEWCOMER = {
 #: its own, a chain of dependent adds (0.21-0.29x the reference, AMD EPYC family 25
 #: model 1); a 2-row tile under the loop over i reads all of B twice as often as 4 rows
 #: (0.78-0.87x the reference on TVM, the same CPU). k outside the rows, whose 4x32
-#: accumulators spill from AVX2's registers, was here until its race passed it on that CPU
-#: (issue 59): it is a right answer now (tests/answers.py, K_OUTER).
+#: accumulators spill from AVX2's registers, was here until its races passed it there (25
+#: of 26, issue 59): its shape is right now (tests/answers.py, K_OUTER).
 CHAINS = ("'j' is split outside 'k'", "a chain of dependent adds")
 B_READS = ("run 64 times a call", "read all of B (512 KiB) for 2 row(s) of C")
 WRONG_04_05 = {
