@@ -16,6 +16,7 @@ from __future__ import annotations
 import pytest
 
 from xtc_katas.tools.flakecheck import load_answers
+from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 pytestmark = pytest.mark.slow
 
@@ -508,3 +509,25 @@ def test_right_answers_that_differ_from_the_reference_pass(tmp_path, kata):
     code, out = judge(tmp_path, kata, RIGHT[kata], "-m", "not perf")
     assert code == 0, out
     assert "passed" in out and not failed_tests(out), out
+
+
+def test_a_k_outermost_vectorize_is_told_its_spill_where_its_race_fails(tmp_path):
+    # k, i, j, j1 of 16 as AVX2: 16 accumulators that spill, a shape the test accepts (issue
+    # 59), so a failed race names the spill. The race is made to fail in the copy: a bar of
+    # 5 x the reference's figure, with no cap.
+    repo = copy_repository(tmp_path)
+    catalogue.plant(repo, 4, catalogue.K_OUTER[4][1])
+    rule = repo / "xtc_katas/checks/speed_rule.py"
+    rule.write_text(rule.read_text().replace("HEADROOM = 0.7\n", "HEADROOM = 5.0\n"))
+    manifest = repo / "katas/manifest.toml"
+    caps = ("cap = { mlir = 14, tvm = 18 }", "cap = { mlir = 1000, tvm = 1000 }")
+    manifest.write_text(manifest.read_text().replace(*caps))
+    code, out = run_python(
+        repo,
+        *("-m", "pytest", "katas/04_scheduling", "-k", "schedule_vectorize_keeps", "-m", "perf"),
+        *("--backend", "mlir"),
+        env=learner_env(XTC_KATAS_ISA="avx2"),
+        timeout=600,
+    )
+    assert code == 1 and "below this run's bar" in out, out
+    assert "next: a 4x32 tile needs 16 vector accumulators" in out, out
