@@ -122,6 +122,17 @@ def test_register_tile_names_what_is_missing(steps, expected):
     assert any(expected in m for m in mistakes), mistakes
 
 
+def test_a_row_tile_not_unrolled_is_asked_for_without_a_cause_llvm_may_undo():
+    # i, j, k, i1, j1 without unroll compiled to the reference's own code on MLIR and TVM
+    # (AVX2, issue 59: LLVM unrolled the 4 rows by itself): the task asks for the unroll,
+    # and the message does not say the rows then share a register.
+    (mistake,) = loop_nests.register_tile(
+        nest(TUTORIAL, *REGISTER_TILE[:3], REGISTER_TILE[4]), TUTORIAL
+    )
+    assert "'i1' is not unrolled: unroll it by its full size, so that" in mistake
+    assert "not by LLVM's choice" in mistake, mistake
+
+
 def test_split_wants_segments_with_a_vectorized_main_part():
     scalar_split = (
         ("split", "j", {"j0": 0, "j1": 32}),
@@ -160,6 +171,8 @@ def test_split_wants_segments_with_a_vectorized_main_part():
 def test_k_outside_the_rows_keeps_all_of_c_in_registers(monkeypatch, simd, spills):
     # k, i, j, j1: the loops inside k walk all 4x32 of C, 16 accumulators, which LLVM keeps
     # in registers: 22-30 stack accesses per step on AVX2 (AMD EPYC family 25 model 1).
+    # The schedule unrolls none of them, and the race passed it there (0.75-1.16x the
+    # reference, issue 59): the spill is the race's advice, not a shape mistake.
     monkeypatch.setattr(loop_nests, "machine", lambda: simd)
     k_outer = nest(
         TUTORIAL,
@@ -167,8 +180,9 @@ def test_k_outside_the_rows_keeps_all_of_c_in_registers(monkeypatch, simd, spill
         ("interchange", ["k", "i", "j", "j1"]),
         ("vectorize", ["j1"]),
     )
-    mistakes = loop_nests.accumulators_fit(k_outer, TUTORIAL)
-    assert bool(mistakes) == spills and all("4x32 tile" in m for m in mistakes), mistakes
+    advice = loop_nests.spilled_accumulators(k_outer, TUTORIAL)
+    assert bool(advice) == spills and (not spills or "4x32 tile" in advice), advice
+    assert loop_nests.accumulators_fit(k_outer, TUTORIAL) == []
     i_outer = nest(
         TUTORIAL,
         ("strip_mine", "j", {"j1": 16}),
@@ -486,6 +500,10 @@ def test_a_register_tile_has_nothing_but_unrolled_tiles_between_k_and_the_vector
     )
     (mistake,) = loop_nests.register_tile(between, TUTORIAL)
     assert "'j1' (2 steps) runs between the 'k' loop and the vector tile" in mistake
+    # LLVM unrolled such a j1 by itself and kept the tile in registers across k (MLIR
+    # and TVM listings on AVX2, issue 59): the message does not say they leave them.
+    assert "only where LLVM happens to unroll it" in mistake, mistake
+    assert "leave the registers" not in mistake, mistake
     # Unrolled, the same shape is a register tile: 2 rows x 2 x 16 columns, 8 accumulators
     # on AVX2 (16 registers), 4 on AVX-512, within every machine's budget.
     unrolled = nest(
