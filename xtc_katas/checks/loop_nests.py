@@ -123,8 +123,8 @@ def stride_one(loop_nest: Any, problem: Problem) -> list[str]:
     innermost = [(node, loops(node, axes)[-1:]) for node in loop_nest.nodes]
     return [
         f"the innermost loop{_where(node)} is {loop.name!r}, over axis {loop.axis!r}: "
-        f"each step jumps to another row in memory, where the elements of {axis!r} are "
-        "consecutive"
+        "each step jumps to another row in memory. Which axis walks consecutive "
+        "addresses of the arrays it reads and writes? (kata 04's '1. Interchange: stride 1')"
         for node, last in innermost
         for loop in last
         if not loop.segment and loop.axis != axis
