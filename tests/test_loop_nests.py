@@ -674,3 +674,19 @@ def test_parallel_loops_with_a_loop_between_them_are_named():
     assert loop_nests.parallel_rows(adjacent, CONV) == []
     batch = nest(CONV, ("parallelize", ["b"]))
     assert any("the axis 'b' has size 1" in m for m in loop_nests.parallel_rows(batch, CONV))
+
+
+def test_a_parallel_loop_inside_another_is_asked_where_it_must_stand():
+    # Teacher's report on a678371: "Put 'w' first in the interchange" answered the hint's
+    # question ("Where must the parallel loop stand..."); the message now asks it.
+    from xtc_katas.kata.problems import RESNET18_02_ROWS8 as CONV
+
+    inner = nest(
+        CONV,
+        ("interchange", ["h", "b", "w", "f", "r", "s", "c"]),
+        ("parallelize", ["w"]),
+    )
+    (mistake,) = loop_nests.parallel_rows(inner, CONV)
+    assert "loops ['h'] run outside the parallel loop 'w'" in mistake, mistake
+    assert "Where must the parallel loop stand" in mistake, mistake
+    assert "first in the interchange" not in mistake, mistake

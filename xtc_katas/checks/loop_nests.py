@@ -585,8 +585,9 @@ def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
     outside = [loop.name for loop in root_loops[:first] if (trip_count(root, loop, sizes) or 2) > 1]
     if outside:
         mistakes.append(
-            f"loops {outside} run outside the parallel loop: they would fork and join the "
-            f"threads once per iteration. Put {parallel[0].name!r} first in the interchange"
+            f"loops {outside} run outside the parallel loop {parallel[0].name!r}: they would "
+            "fork and join the threads once per iteration of theirs. Where must the parallel "
+            "loop stand for the threads to start once per call? (kata 04's section 5)"
         )
     between = [
         loop.name
