@@ -269,7 +269,13 @@ TOO_FAST = (
     "figure divide? (kata 01's 'The score: % of peak', kata 06's 'Robust and honest')"
 )
 
-#: The question for a figure slower than its kernel ran: which time it keeps.
+#: The question for a figure below every time its own evaluator returned.
+BELOW_ITS_TIMES = (
+    "Which of those times estimates the kernel, and which count of work and which peak did "
+    "your figure divide? (kata 01's 'The score: % of peak', kata 06's 'Robust and honest')"
+)
+
+#: The question for a figure slower than the harness measured: which time it keeps.
 TOO_SLOW = (
     "Measure with several short runs: how many runs does your evaluator make, and which "
     "of its times estimates the kernel? (kata 06's 'Robust and honest')"
@@ -292,7 +298,7 @@ def observed_mistake(
         return None
     fastest, slowest = to_percent(min(times)), to_percent(max(times))
     ratio = reported / fastest
-    advice = TOO_FAST if reported > fastest else TOO_SLOW
+    advice = TOO_FAST if reported > fastest else BELOW_ITS_TIMES
     yours = reported_percent(reported)
     return (
         f"for {name!r} it reported {yours} of peak; the {len(times)} times its own XTC "
