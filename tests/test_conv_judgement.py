@@ -404,3 +404,35 @@ def test_conv2d_rejects_a_list_stride_with_the_words_the_kata_keys_on():
     with pytest.raises(AssertionError) as pad2d:  # pad2d's own message is not conv2d's
         one_by_one(padding=[1, 1])
     assert kata_tests().CONV2D_STRIDE_CHECK not in str(pad2d.value)
+
+
+def graph_of_image(shape: tuple[int, ...]):
+    """The 1x1 layer's conv2d on an image of `shape`: a learner's wrong image."""
+    import xtc.graphs.xtc.op as O
+
+    image = O.tensor(shape, "float32", name="I")
+    weights = O.tensor(ONE_BY_ONE.input_shapes[1], "float32", name="W")
+    with O.graph(name="conv2d") as gb:
+        O.conv2d(image, weights, stride=(1, 1), name="O")
+    return gb.graph
+
+
+@pytest.mark.parametrize(
+    ("shape", "words"),
+    [
+        # two images for the catalogue's one: the layout is named, not the image's size
+        ((2, 4, 4, 5), "an NHWC image has four dims, the catalogue's n first and its c last"),
+        # a row short: the mistake is named (too few), not the rows the layer takes
+        ((1, 3, 4, 5), "the image has 3 rows and 4 columns, too few for a 4x4 output"),
+    ],
+)
+def test_a_wrong_image_is_told_its_mistake_not_the_answer(shape, words):
+    # Teacher's report on a678371: the messages printed "expected (n, rows, columns, c) =
+    # (1, 56, 56, 64)" and "this layer takes 56 rows", the answer hint 3 asks for.
+    graph = graph_of_image(shape)
+    with pytest.raises(AssertionError) as raised:
+        kata_tests().check_graph(graph, ONE_BY_ONE, "xtc-katas-1x1")
+    message = str(raised.value).split("\nassert ")[0]
+    assert words in message, message
+    assert str(ONE_BY_ONE.input_shapes[0]) not in message, message
+    assert "this layer takes" not in message, message

@@ -271,6 +271,27 @@ def test_a_search_is_judged_on_its_own_candidates_too(monkeypatch, inflate, pass
         assert len(found) == 2 and all("10.00x the fastest" in f for f in found)
 
 
+@pytest.mark.parametrize("share", [0.01, 2.0])
+def test_a_dishonest_figure_is_asked_about_not_given_the_formula(share):
+    # Teacher's report on a678371: katas 06's and 07's messages printed the reference's
+    # formula and call (100 * fmas / min(times) / peak, get_evaluator(repeat=5, ...)),
+    # which kata 06's hint asks the learner to find.
+    from xtc_katas.checks import search as search_checks
+    from xtc_katas.kata.problems import TUTORIAL
+    from xtc_katas.measure.timing import percent_of_peak
+
+    peak, times = 1e11, [2e-6, 1e-6]
+    figure = percent_of_peak(TUTORIAL.fmas, min(times), peak) * share
+    observed = search_checks.observed_mistake(figure, times, TUTORIAL, peak, "a")
+    measured = percent_of_peak(TUTORIAL.fmas, 1e-6, peak)
+    retimed = search_checks.honesty_mistake(figure, measured, "a")
+    for mistake in (observed, retimed):
+        assert mistake and "kata 06's 'Robust and honest'" in mistake, mistake
+        assert "?" in mistake, mistake
+        for answer in ("min(times)", "ops_count", "repeat=5", "min_repeat_ms=20"):
+            assert answer not in mistake, mistake
+
+
 class CompiledFake:
     """A compiled module as the search and observation checks see it: its evaluator
     returns two times, its executor a marker, and it has generated code."""

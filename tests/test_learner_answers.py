@@ -273,7 +273,7 @@ WRONG = {
                 "schedule_conv_parallel",
                 body(*CONV, 'sch.parallelize(["w"])'),
                 "schedule_conv_parallel_shares",
-                ("loops ['h'] run outside the parallel loop", "Put 'w' first in the interchange"),
+                ("loops ['h'] run outside the parallel loop 'w'", "Where must the parallel loop"),
             ),
         ],
         [
@@ -282,7 +282,7 @@ WRONG = {
                 "conv_layer_graph",
                 layer_graph('d["h"]', 'd["w"]'),
                 "conv_layer_graph_computes_small and stride2",
-                ("the image has 3 rows and 4 columns; this layer takes 5 to 6 rows",),
+                ("the image has 3 rows and 4 columns (the output's own size), too few",),
             ),
             Answer(
                 "conv_strategy",

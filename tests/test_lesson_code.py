@@ -12,6 +12,9 @@ The words after `python` say what a block runs on:
 - nothing: the block imports what it uses and runs as it is.
 A `text` block right after one of the first two that starts with `loop` is the nest it
 prints: `scheduler.get_loop_nest().root_node.pretty_print()` must print exactly that.
+A word that names a shape check (`register_tile`: xtc_katas/checks/loop_nests.py's SHAPES)
+says what the lesson calls the nest, and the check must accept it on every ISA: kata 05's
+"register tile" was one the harness's own check rejected (teacher's report, main a678371).
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ import pytest
 from markdown_it import MarkdownIt
 
 from xtc_katas import ROOT
+from xtc_katas.checks import loop_nests
 from xtc_katas.checks.schedule import fresh_scheduler
 from xtc_katas.kata.problems import Matmul
 from xtc_katas.measure import numerics
+from xtc_katas.measure.backends import KataBackend
+from xtc_katas.measure.machine_description import NEON, X86
 from xtc_katas.measure.workdir import Workdir
 from xtc_katas.tools import lesson_blocks
 
@@ -124,6 +130,46 @@ def test_a_plain_block_runs(block, monkeypatch):
     # kata 12's snippet races on fewer seeds: the module's own are set back after it
     monkeypatch.setattr(optimizer_race, "SEEDS", optimizer_race.SEEDS)
     exec(compile(block.code, str(block), "exec"), {"__name__": "lesson"})
+
+
+#: The ISAs a lesson's nest must fit: the lessons' AVX-512, and AVX2 and NEON learners'.
+ISAS = {"avx2": dict(X86)["avx2"], "avx512": dict(X86)["avx512f"], "neon": NEON}
+
+
+def lead_in(block: Block) -> str:
+    """The paragraph right before the block: what the lesson calls it."""
+    before = "\n".join(block.path.read_text().splitlines()[: block.line - 1]).rstrip()
+    return " ".join(before.split("\n\n")[-1].split())
+
+
+def shapes_named(block: Block) -> list[str]:
+    return [word for word in block.info[1:] if word in loop_nests.SHAPES]
+
+
+def test_a_nest_a_lesson_calls_a_register_tile_names_the_check():
+    unmarked = [str(b) for b in SCHEDULED if "register tile" in lead_in(b) and not shapes_named(b)]
+    assert not unmarked, f"add `register_tile` after the block's `python spec=...`: {unmarked}"
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("block", [b for b in SCHEDULED if shapes_named(b)], ids=str)
+def test_a_nest_passes_the_shape_check_its_lesson_names(block, isa, monkeypatch):
+    from xtc.schedules.descript import descript_scheduler
+
+    kind, problem = block.given
+    _, sch = fresh_scheduler(KataBackend("mlir"), problem)
+    if kind == "spec":
+        spec = ast.literal_eval(block.code)
+        descript_scheduler(
+            scheduler=sch, node_name=problem.scheduled_node, abstract_dims=problem.dims, spec=spec
+        )
+    else:
+        exec(compile(block.code, str(block), "exec"), {"sch": sch, "graph": problem.graph()})
+    monkeypatch.setattr(loop_nests, "machine", lambda: ISAS[isa])
+    mistakes = loop_nests.shape_mistakes(
+        tuple(shapes_named(block)), sch.get_loop_nest(), problem, "mlir"
+    )
+    assert mistakes == [], f"{block} on {isa}: the harness's own check rejects it: {mistakes}"
 
 
 def test_each_kind_of_block_is_found():

@@ -426,7 +426,7 @@ PLANTED = {
         (
             "07_strategies › explore_strategy(): the search breaks its contract",
             "2.00x the fastest",
-            "fmas = graph.ops_count()",
+            "which count of work and which peak did your figure divide?",
         ),
     ),
     "a space of one spec": Planted(

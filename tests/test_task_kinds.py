@@ -72,3 +72,24 @@ def test_a_spec_writer_is_told_in_spec_keys_not_scheduler_calls():
             '{"unroll": True}, so that'
         )
     assert KINDS["schedule"].in_own_terms([told], nest) == [told]
+
+
+def test_a_strategy_class_returned_uninstantiated_is_not_told_the_keywords():
+    # Teacher's report on a678371: the message printed "Strategy_X(graph, vec_size=...,
+    # max_unroll=..., threads=1)", the keyword kata 11's hint 1 asks for.
+    from types import SimpleNamespace
+
+    from xtc.search.strategies import Strategy_PPRPRPvr
+
+    from xtc_katas.checks.kinds import Asked, strategy_probe
+    from xtc_katas.checks.schedule import ScheduleMistake
+    from xtc_katas.kata.problems import STRATEGY
+
+    module = SimpleNamespace(conv_strategy=lambda graph: Strategy_PPRPRPvr)
+    asked = Asked("conv_strategy", "11_conv › conv_strategy", KataBackend("mlir"), STRATEGY)
+    with pytest.raises(ScheduleMistake) as raised:
+        strategy_probe(module, asked)
+    message = str(raised.value)
+    assert "returned the class Strategy_PPRPRPvr itself" in message, message
+    assert "kata 07's 'The idea'" in message, message
+    assert "threads=" not in message and "vec_size=" not in message, message

@@ -28,8 +28,8 @@ def schedule_interchange(sch: Any) -> None:
 
 
 def schedule_vectorize(sch: Any) -> None:
-    """Make the innermost loop a vectorized tile of j, a multiple of the SIMD lanes;
-    a tile unrolled inside k fits the registers.
+    """Make the innermost loop a vectorized tile of your interchange's innermost axis, a
+    multiple of the SIMD lanes; a tile unrolled inside k fits the registers.
 
     A tile comes from strip_mine, its place from interchange, SIMD from vectorize."""
     raise NotImplementedError

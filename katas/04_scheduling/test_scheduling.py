@@ -42,7 +42,7 @@ def test_schedule_vectorize_computes_the_matmul(task):
 
 
 @pytest.mark.task("schedule_vectorize")
-def test_schedule_vectorize_has_a_vector_tile_of_j(task):
+def test_schedule_vectorize_has_a_vector_tile(task):
     task.assert_shape()
 
 

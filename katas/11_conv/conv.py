@@ -36,9 +36,9 @@ def conv_strategy(graph: Any) -> Any:
 
 
 def schedule_conv(sch: Any) -> None:
-    """A register tile of the output, w by f (f vectorized, w unrolled), whose
-    accumulators stay in registers across all three reductions r, s, c: kata 04's
-    register tile, on the conv's loops."""
+    """A 4x16 register tile of the output, columns or rows by channels (the channels
+    vectorized, the other unrolled), whose accumulators stay in registers across all
+    three reductions r, s, c: kata 04's register tile, on the conv's loops."""
     raise NotImplementedError
 
 

@@ -87,6 +87,21 @@ def shapes(types):
     return [tuple(t.shape) for t in types]
 
 
+def image_size_mistake(name, image, layer, low):
+    """An image of the wrong size: too few or too many rows and columns, and whether they
+    are the output's (the catalogue's h and w taken for the image's)."""
+    output = tuple(layer.output_shape[1:3])
+    short = image[1] < low[0] or image[2] < low[1]
+    own = " (the output's own size)" if tuple(image[1:3]) == output else ""
+    return (
+        f"conv_layer_graph({name!r}): the image has {image[1]} rows and {image[2]} "
+        f"columns{own}, too {'few' if short else 'many'} for a {output[0]}x{output[1]} "
+        "output. The catalogue's h and w are the OUTPUT's size: which padded row does "
+        "the last output row's window end on, and how many of those rows are padding? "
+        "(the lesson's 'Output size' works one example)"
+    )
+
+
 def check_graph(graph, layer, name):
     got = shapes(graph.inputs_types)
     assert len(got) == 2, (
@@ -96,22 +111,17 @@ def check_graph(graph, layer, name):
     )
     (image, weights), (want_image, want_weights) = got, layer.input_shapes
     # XTC's image size, down to the fewest rows and columns whose last window ends on
-    # the last one: every size between gives the layer's output size
+    # the last one: every size between gives the layer's output size. The messages name
+    # the mistake, never the size: finding it is the task (hint 3 asks for it).
     high = want_image[1:3]
     low = [size - layer.stride + 1 for size in high]
-    rows = f"{low[0]}" if low[0] == high[0] else f"{low[0]} to {high[0]}"
-    columns = f"{low[1]}" if low[1] == high[1] else f"{low[1]} to {high[1]}"
     assert len(image) == 4 and image[0] == want_image[0] and image[3] == want_image[3], (
-        f"conv_layer_graph({name!r}): the image is {image}, expected (n, rows, columns, c) "
-        f"= ({want_image[0]}, {rows}, {columns}, {want_image[3]}): NHWC, from the "
-        "catalogue's n and c"
+        f"conv_layer_graph({name!r}): the image is {image}: an NHWC image has four dims, "
+        "the catalogue's n first and its c last (the lesson's 'The layer, from XTC's "
+        "catalogue')"
     )
-    assert low[0] <= image[1] <= high[0] and low[1] <= image[2] <= high[1], (
-        f"conv_layer_graph({name!r}): the image has {image[1]} rows and {image[2]} columns; "
-        f"this layer takes {rows} rows and {columns} columns before padding. The "
-        "catalogue's h and w are the OUTPUT's size: which padded row does the last output "
-        "row's window end on, and how many of those rows are padding? (the lesson's "
-        "'Output size' works one example)"
+    assert low[0] <= image[1] <= high[0] and low[1] <= image[2] <= high[1], image_size_mistake(
+        name, image, layer, low
     )
     assert weights == want_weights, (
         f"conv_layer_graph({name!r}): the weights are {weights}, expected (r, s, c, f) = "

@@ -78,8 +78,8 @@ def strategy_probe(module: ModuleType, asked: Asked) -> list[Call]:
     strategy = getattr(module, asked.function)(asked.problem.graph())
     if isinstance(strategy, type):
         raise ScheduleMistake(
-            f"{label}(graph) returned the class {strategy.__name__} itself: return an "
-            f"instance, {strategy.__name__}(graph, vec_size=..., max_unroll=..., threads=1)"
+            f"{label}(graph) returned the class {strategy.__name__} itself, not a strategy: "
+            "build one on the graph you are given, as kata 07's 'The idea' does"
         )
     if not (hasattr(strategy, "sample") and hasattr(strategy, "generate")):
         raise ScheduleMistake(

@@ -123,8 +123,8 @@ def stride_one(loop_nest: Any, problem: Problem) -> list[str]:
     innermost = [(node, loops(node, axes)[-1:]) for node in loop_nest.nodes]
     return [
         f"the innermost loop{_where(node)} is {loop.name!r}, over axis {loop.axis!r}: "
-        f"each step jumps to another row in memory, where the elements of {axis!r} are "
-        "consecutive"
+        "each step jumps to another row in memory. Which axis walks consecutive "
+        "addresses of the arrays it reads and writes? (kata 04's '1. Interchange: stride 1')"
         for node, last in innermost
         for loop in last
         if not loop.segment and loop.axis != axis
@@ -610,8 +610,9 @@ def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
     outside = [loop.name for loop in root_loops[:first] if (trip_count(root, loop, sizes) or 2) > 1]
     if outside:
         mistakes.append(
-            f"loops {outside} run outside the parallel loop: they would fork and join the "
-            f"threads once per iteration. Put {parallel[0].name!r} first in the interchange"
+            f"loops {outside} run outside the parallel loop {parallel[0].name!r}: they would "
+            "fork and join the threads once per iteration of theirs. Where must the parallel "
+            "loop stand for the threads to start once per call? (kata 04's section 5)"
         )
     between = [
         loop.name

@@ -262,8 +262,24 @@ def honesty_mistakes(
     return mistakes
 
 
-#: The advice for a figure faster than its kernel ran.
-TOO_FAST = "Report 100 * fmas / min(times) / peak_fmas_per_s, with fmas = graph.ops_count()"
+#: The question for a figure faster than its kernel ran: it names the mistake and the
+#: lesson's section, never the formula (the lesson's hint asks for it).
+TOO_FAST = (
+    "That is faster than the kernel ran: which count of work and which peak did your "
+    "figure divide? (kata 01's 'The score: % of peak', kata 06's 'Robust and honest')"
+)
+
+#: The question for a figure below every time its own evaluator returned.
+BELOW_ITS_TIMES = (
+    "Which of those times estimates the kernel, and which count of work and which peak did "
+    "your figure divide? (kata 01's 'The score: % of peak', kata 06's 'Robust and honest')"
+)
+
+#: The question for a figure slower than the harness measured: which time it keeps.
+TOO_SLOW = (
+    "Measure with several short runs: how many runs does your evaluator make, and which "
+    "of its times estimates the kernel? (kata 06's 'Robust and honest')"
+)
 
 
 def reported_percent(reported: float) -> str:
@@ -282,11 +298,7 @@ def observed_mistake(
         return None
     fastest, slowest = to_percent(min(times)), to_percent(max(times))
     ratio = reported / fastest
-    advice = (
-        TOO_FAST
-        if reported > fastest
-        else "Keep the fastest of the times: 100 * fmas / min(times) / peak_fmas_per_s"
-    )
+    advice = TOO_FAST if reported > fastest else BELOW_ITS_TIMES
     yours = reported_percent(reported)
     return (
         f"for {name!r} it reported {yours} of peak; the {len(times)} times its own XTC "
@@ -354,12 +366,7 @@ def honesty_mistake(reported: float, measured: float, candidate: Any) -> str | N
     ratio = reported / measured
     if 1 / HONEST_BELOW <= ratio <= HONEST_ABOVE:
         return None
-    advice = (
-        TOO_FAST
-        if ratio > HONEST_ABOVE
-        else "Measure with several short runs and keep the fastest: "
-        "module.get_evaluator(repeat=5, min_repeat_ms=20), then min(times)"
-    )
+    advice = TOO_FAST if ratio > HONEST_ABOVE else TOO_SLOW
     yours = reported_percent(reported)
     return (
         f"for {candidate!r} it reported {yours} of peak; the harness measured "

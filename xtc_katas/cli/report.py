@@ -113,7 +113,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
     ax.set_yscale("log")
     title = "xtc-katas report: yours vs the reference (labels: your % of peak)\n"
-    ylabel = "speedup over naive (kata 08: ratio to numpy), log scale"
+    ylabel = "speedup over naive (kata 08: ratio to numpy; 09: over unfused), log scale"
     search_view.save(fig, ax, path, title + machine.describe(), "", ylabel)
 
 
