@@ -17,11 +17,13 @@ copy, naming the marker to add.
 
 from __future__ import annotations
 
+import os
 import shutil
 import types
 
 import pytest
 
+from xtc_katas.notebook import browser
 from xtc_katas.tools import repo_copy
 
 
@@ -65,3 +67,15 @@ def _repository_copies_are_marked_slow() -> None:
         yield
     finally:
         repo_copy.shutil = original
+
+
+@pytest.fixture
+def chromium() -> str:
+    """Debian's chromium, for the tests that draw a page: skipped where it is missing,
+    except in CI, which must run them (./run.sh test installs it)."""
+    path = browser.chromium_path()
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the browser test: {browser.HOW_TO_GET}")
+        pytest.skip(browser.HOW_TO_GET)
+    return path

@@ -36,7 +36,6 @@ from xtc_katas.grade import (
 )
 from xtc_katas.grade.grade_command import Unconfinable, grade_class, needs_grading, parse_katas
 from xtc_katas.kata.manifest import Kata, find
-from xtc_katas.notebook import browser
 
 PEAK, GRAPH, SCHEDULING = find(1), find(2), find(4)
 
@@ -356,20 +355,12 @@ def test_speed_figures_come_back_with_the_node_that_raced_them(tmp_path: Path) -
     assert "speedups over the reference per speed test" in (out / "class.html").read_text()
 
 
-def chromium_or_skip() -> str:
-    path = browser.chromium_path()
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the browser test: {browser.HOW_TO_GET}")
-        pytest.skip(browser.HOW_TO_GET)
-    return path
-
-
 @pytest.mark.slow
-def test_class_html_shows_the_table_and_the_plots_in_chromium(tmp_path: Path) -> None:
+def test_class_html_shows_the_table_and_the_plots_in_chromium(
+    tmp_path: Path, chromium: str
+) -> None:
     """Two submissions graded in this process (no cluster), one speed figure added as a
     speed test records it: the page, drawn by chromium, has the table and three plots."""
-    chromium_or_skip()
     config = grading_job.GradeConfig(katas=(GRAPH.id,), scratch=str(tmp_path))
     wrong = planted.with_function(solved(GRAPH), "matmul_graph", NO_GRAPH)
     docs = []

@@ -144,20 +144,10 @@ def test_the_server_starts_on_a_free_port_answers_and_stops(tmp_path: Path) -> N
     assert subprocess.run(["pgrep", "-f", "--", f"--port {base.rsplit(':', 1)[1]}"]).returncode == 1
 
 
-def chromium_or_skip() -> str:
-    path = browser.chromium_path()
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the browser test: {browser.HOW_TO_GET}")
-        pytest.skip(browser.HOW_TO_GET)
-    return path
-
-
 @pytest.mark.slow
-def test_a_learner_solves_a_task_in_a_real_browser(tmp_path: Path) -> None:
+def test_a_learner_solves_a_task_in_a_real_browser(tmp_path: Path, chromium: str) -> None:
     """In quick mode (no speed race: the headless test checks the chart), so it may run
     beside other tests under pytest -n."""
-    chromium = chromium_or_skip()
     from playwright.sync_api import sync_playwright
 
     repo = copy_repository(tmp_path)
@@ -231,11 +221,10 @@ def _pytest_pids(marker: str) -> list[int]:
 
 @pytest.mark.slow
 def test_stopping_the_notebook_mid_run_stops_its_pytest_and_frees_the_lock(
-    tmp_path: Path,
+    tmp_path: Path, chromium: str
 ) -> None:
     """SIGTERM to `xtc-katas notebook` while a run goes on: marimo exits, its pytest (and
     kernels) are stopped with it and the run lock is free."""
-    chromium = chromium_or_skip()
     from playwright.sync_api import sync_playwright
 
     from xtc_katas.kata.run_lock import run_lock
