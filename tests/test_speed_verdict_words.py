@@ -133,15 +133,15 @@ def test_kata_09_fused_inside_k_on_mlir_gets_no_speed_figure(tmp_path, monkeypat
 # --- a cause told once per task ------------------------------------------------------------
 
 
-def slow_with_its_shape_failing(monkeypatch, advice: str = "") -> str:
+SPILLS = "a 4x32 tile needs 16 vector accumulators: it spills to memory"
+
+
+def slow_with_its_shape_failing(monkeypatch, mistakes=(SPILLS,), **given) -> str:
     """Kata 04's register tile on TVM, slow (10x against a bar of 35x) in a race whose step
-    did not pay, with its shape test failing: the speed failure's words."""
+    did not pay, with its manifest's shape checks finding `mistakes`: the speed failure's
+    words; `given`: assert_speed's arguments."""
     monkeypatch.setattr(TaskUnderTest, "race_kernels", lambda *a: {})
-    monkeypatch.setattr(
-        TaskUnderTest,
-        "shape_mistakes",
-        lambda task: ["a 4x32 tile needs 16 vector accumulators: it spills to memory"],
-    )
+    monkeypatch.setattr(TaskUnderTest, "shape_mistakes", lambda task: list(mistakes))
     monkeypatch.setattr(
         speed_judge,
         "speedups",
@@ -153,7 +153,7 @@ def slow_with_its_shape_failing(monkeypatch, advice: str = "") -> str:
         kata, kata.task("schedule_register_tile"), None, KataBackend("tvm"), None, lambda: 1e11
     )
     with pytest.raises(SpeedBelowBar) as failure:
-        task.assert_speed(advice=advice)
+        task.assert_speed(**given)
     return str(failure.value)
 
 
@@ -175,6 +175,20 @@ def test_a_tests_own_advice_does_not_repeat_the_shape_tests_cause(monkeypatch):
     # its speed test's next: line (why_fusion_costs); on main it did.
     message = slow_with_its_shape_failing(monkeypatch, advice="the relu is fused inside 'k'")
     assert "inside 'k'" not in message and "shape test tells" in message, message
+
+
+def test_a_mistake_a_tests_own_shape_check_tells_is_not_told_again_by_its_speed_test(
+    monkeypatch,
+):
+    # Issue 57: kata 11's shape test tells a 4x8 tile (tile_size_mistakes, its own check);
+    # its speed test told it again as its advice.
+    tile = "the register tile is 4x8 (output columns or rows by channels)"
+    message = slow_with_its_shape_failing(monkeypatch, (), shape_told=[tile], advice=tile)
+    assert "4x8" not in message and "did not pay" not in message, message
+    assert "shape test tells" in message, message
+    # with no mistake told, the test's advice is the next step, with the bar's notes
+    message = slow_with_its_shape_failing(monkeypatch, (), shape_told=[], advice="read --asm")
+    assert "next: read --asm" in message and "did not pay" in message, message
 
 
 # --- noise said where a figure moved with the machine -------------------------------------

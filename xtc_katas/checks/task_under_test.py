@@ -297,33 +297,45 @@ class TaskUnderTest:
             found["previous"] = self.reference(self.task.previous).compiled()
         return found
 
-    def assert_speed(self, advice: str = "", kernel: Any = None, **recorded: Any) -> Bar:
+    def assert_speed(
+        self,
+        advice: str = "",
+        kernel: Any = None,
+        shape_told: list[str] | None = None,
+        **recorded: Any,
+    ) -> Bar:
         """Race the learner's kernel (or `kernel`, a compiled module of this task's problem:
         a search's best) against its baseline, the reference and the previous step's
         reference, on this machine; assert this run's bar (speed_judge.py). `advice`:
         the failure's "next:" line when the test knows the cause (default: `speed_advice`);
-        `recorded`: more figures for the summary. With the task's shape test failing, the
+        `recorded`: more figures for the summary. With the task's shape test failing (the
+        manifest's checks, or `shape_told`, the mistakes its own shape test adds), the
         failure gives its figures and points to that test's cause, whatever the test's
         advice: a cause is told once per task (issue 57)."""
         from xtc_katas.checks import speed_judge
 
         found = self.race_kernels(kernel)
-        told = kernel is None and bool(self.task.shape) and bool(self.shape_mistakes())
-        advice = self.speed_advice() if told else advice or self.speed_advice()
+        told = kernel is None and bool(shape_told or (self.task.shape and self.shape_mistakes()))
+        advice = self.shape_pointer() if told else advice or self.speed_advice()
         return speed_judge.judge_speed(self, found, advice, brief=told, **recorded)
+
+    def shape_pointer(self) -> str:
+        """The "next:" line of a slow kernel whose shape test fails: that test tells what
+        the loop nest lacks (told there, and in a learner's run in the same block: not
+        twice)."""
+        return (
+            "your loop nest lacks this step's shape, which this task's shape test tells: "
+            f"pytest katas/{self.kata.id} -k {self.function}"
+        )
 
     def speed_advice(self) -> str:
         """A slow kernel's "next:" line, where its test names none: with a shape check
-        failing, that the task's shape test tells what the loop nest lacks (told there, and
-        in a learner's run in the same block: not twice), or, with the shape there, where
+        failing, the shape test's pointer (shape_pointer), or, with the shape there, where
         to look first (their own nest and code, the lesson, the hints) and, last, how to
         diff it against the reference: a learner who has tried everything is not left
         stuck, and one who has not is sent to their own code before the answer."""
         if self.task.shape and self.shape_mistakes():
-            return (
-                "your loop nest lacks this step's shape, which this task's shape test tells: "
-                f"pytest katas/{self.kata.id} -k {self.function}"
-            )
+            return self.shape_pointer()
         yours = "your loop nest has this step's shape, and still" if self.task.shape else "yours"
         number, function = self.kata.number, self.function
         return (
