@@ -298,6 +298,9 @@ def test_a_fused_kernel_slower_than_itself_unfused_fails_on_the_figures(monkeypa
 
     monkeypatch.setattr(TaskUnderTest, "compiled_pair", compiled_pair)
     monkeypatch.setattr(TaskUnderTest, "speed_advice", lambda task: "the next step")
+    # planted kernels: their values are right and their nest has the shape
+    monkeypatch.setattr(TaskUnderTest, "numerics_failure", lambda task: "")
+    monkeypatch.setattr(TaskUnderTest, "shape_mistakes", lambda task: [])
     monkeypatch.setattr(speed_judge, "time_side_by_side", timed)
     monkeypatch.setattr("xtc_katas.checks.task_under_test.reference_learner", lambda k: "ref")
     task = TaskUnderTest(

@@ -127,6 +127,20 @@ def test_a_learners_speed_summary_is_a_short_line_per_race_and_none_for_a_cost_m
     ]
 
 
+def test_a_learners_speed_line_says_when_its_race_was_noisy():
+    """Issue 59: a parallel step read "did not pay" (its reference 19.6x, the previous
+    step's 144x) on a busy machine, and nothing said the machine was busy."""
+    from xtc_katas.plugin.summary import speed_lines
+
+    noisy = "this run was noisy: over its 11 rounds the reference read 19.6-43x (load ...)"
+    race = {"speedup": 19.6, "reference_speedup": 19.6, "bar": 13.7}
+    reporter = Reporter([passed(("schedule_parallel",), "mlir", **race, noisy=noisy)])
+    speed_lines(reporter)
+    assert reporter.lines[2:] == [
+        f"schedule_parallel [mlir]: yours 19.6x, reference 19.6x, bar 13.7x\n    {noisy}"
+    ]
+
+
 def failed(test: str, task: str, said: str) -> pytest.TestReport:
     bound = {"kata": "01_peak", "tasks": (task,), "backend": ""}
     properties = [("xtc-katas-bound", bound), ("xtc-katas-said", said)]

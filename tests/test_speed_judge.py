@@ -45,6 +45,7 @@ def check(monkeypatch, learner_readings):
     timed = []
     monkeypatch.setattr(TaskUnderTest, "race_kernels", lambda *a: {})
     monkeypatch.setattr(TaskUnderTest, "speed_advice", lambda task: "the next step")
+    monkeypatch.setattr(TaskUnderTest, "shape_mistakes", lambda task: [])  # planted: no nest
     monkeypatch.setattr(speed_judge, "speedups", lambda t: next(races))
     monkeypatch.setattr(
         speed_judge,
@@ -540,6 +541,7 @@ def test_a_kernel_faster_than_the_peak_has_the_peak_probed_again(monkeypatch):
     # message divides by the same, higher peak.
     monkeypatch.setattr(TaskUnderTest, "race_kernels", lambda *a: {})
     monkeypatch.setattr(TaskUnderTest, "speed_advice", lambda task: "the next step")
+    monkeypatch.setattr(TaskUnderTest, "shape_mistakes", lambda task: [])  # planted: no nest
     monkeypatch.setattr(speed_judge, "speedups", lambda t: Speedups(learner=40.0, reference=50.0))
     seconds = {"learner": TUTORIAL.fmas / 20e9, "reference": TUTORIAL.fmas / 24e9}
     timings = timing.Timings(rounds={name: [s] for name, s in seconds.items()})
@@ -576,6 +578,7 @@ def against_numpy(monkeypatch, learner_s, reference_s, backend="tvm"):
         return timing.Timings(rounds={name: [seconds[name]] * 5 for name in modules}, planned=5)
 
     monkeypatch.setattr(TaskUnderTest, "compiled", lambda task: task.learner)
+    monkeypatch.setattr(TaskUnderTest, "numerics_failure", lambda task: "")  # planted
     monkeypatch.setattr("xtc_katas.checks.task_under_test.reference_learner", lambda k: "ref")
     monkeypatch.setattr(speed_judge, "time_side_by_side", timed)
     recorded = {}
@@ -644,6 +647,7 @@ def test_a_step_that_did_not_pay_is_said_of_this_run_unless_several_races_agree(
         races = iter(Speedups(learner=x, reference=30.0, previous=40.0) for x in readings)
         monkeypatch.setattr(TaskUnderTest, "race_kernels", lambda *a: {})
         monkeypatch.setattr(TaskUnderTest, "speed_advice", lambda task: "the next step")
+        monkeypatch.setattr(TaskUnderTest, "shape_mistakes", lambda task: [])
         monkeypatch.setattr(speed_judge, "speedups", lambda t: next(races))
         monkeypatch.setattr(speed_judge, "time_side_by_side", lambda *a, **k: Typical())
         recorded = {}

@@ -106,10 +106,14 @@ def settled(cap: float | None) -> Settled:
     return decided
 
 
-def judge_speed(task: TaskUnderTest, found: dict[str, Any], advice: str, **recorded: Any) -> Bar:
+def judge_speed(
+    task: TaskUnderTest, found: dict[str, Any], advice: str, brief: bool = False, **recorded: Any
+) -> Bar:
     """Race the task's kernels `found` (a near miss up to RACES times), record its
-    figures, assert the bar; `advice` is a failure's "next:" line. Nothing here builds a
-    kernel: the task gives its fields, its peak and its record."""
+    figures, assert the bar; `advice` is a failure's "next:" line. `brief`: another test
+    of the task (its shape test) tells the cause, so a failure gives this run's figures
+    and `advice` alone, not the bar rule's notes. Nothing here builds a kernel: the task
+    gives its fields, its peak and its record."""
     cap = task.kata.cap(task.function, task.backend.name)
     why = task.task.no_gain_reason(task.backend.name)
     done = None if os.environ.get(FULL_RACES_ENV) else settled(cap)
@@ -145,6 +149,7 @@ def judge_speed(task: TaskUnderTest, found: dict[str, Any], advice: str, **recor
         "bar": applied.value,
         "step": applied.step_note,
         "close": CLOSE_NOTE if close else None,
+        "noisy": noise_note(timings),
     }
     if over_numpy:
         figures |= {"over": "numpy", "tier": tier(result.learner), "openblas": openblas()}
@@ -161,18 +166,57 @@ def judge_speed(task: TaskUnderTest, found: dict[str, Any], advice: str, **recor
     races = ", ".join(f"{r.learner:.3g}x" for r in readings)
     # A failure's note on a step that did not pay keeps to this run's figures: the
     # manifest's no_gain (read on other machines) goes to the recorded figures only.
-    told = dataclasses.replace(applied, step_note=step_note(result, "", scope))
+    told = dataclasses.replace(applied, step_note="" if brief else step_note(result, "", scope))
+    details = (
+        f"% of peak: yours {format_percent(percent('learner'))}, the reference "
+        f"{format_percent(percent('reference'))} ({on})"
+        + (f"; your tier against numpy: {figures['tier']}" if over_numpy else "")
+        + (f"; yours in {len(readings)} races: {races}" if len(readings) > 1 else "")
+        + (f"\n  {CLOSE_NOTE}" if close else "")
+    )
+    noisy = f"\n  {figures['noisy']}" if figures["noisy"] else ""
     return judge(
         result,
         told,
         f"{task.kata.id} › {task.function}()",
         f"{measured} on {task.backend} ({task.problem.label}, {on})",
         advice,
-        f"% of peak: yours {format_percent(percent('learner'))}, the reference "
-        f"{format_percent(percent('reference'))} ({on})"
-        + (f"; your tier against numpy: {figures['tier']}" if over_numpy else "")
-        + (f"; yours in {len(readings)} races: {races}" if len(readings) > 1 else "")
-        + (f"\n  {CLOSE_NOTE}" if close else ""),
+        (noisy.lstrip() if brief else details + noisy),
+    )
+
+
+#: A figure whose round-by-round ratios span more than this factor moved with the
+#: machine, not with the code: the learner is told so (issue 59: a parallel reference
+#: read 21.8x against its previous step's 47.7x in one run, "the step did not pay").
+NOISY = 2.0
+
+
+def noise_note(timings: Timings) -> str | None:
+    """A line where a figure the learner reads (yours, the reference's, the previous
+    step's: each over its baseline) spanned more than NOISY over the race's rounds: its
+    range and the machine's load; None when every figure held. It reads what the race
+    measured, runs nothing, and changes no verdict."""
+    rounds = timings.rounds
+    if "learner_unfused" in rounds:
+        pairs = [("yours", "learner", "learner_unfused")]
+        pairs.append(("the reference", "reference", "reference_unfused"))
+    else:
+        base = "numpy" if "numpy" in rounds else "naive"
+        pairs = [("yours", "learner", base), ("the reference", "reference", base)]
+        pairs.append(("the previous step's reference", "previous", base))
+    spans = []
+    for label, kernel, baseline in pairs:
+        times = list(zip(rounds.get(baseline, []), rounds.get(kernel, []), strict=False))
+        ratios = [slow / fast for slow, fast in times if fast > 0 and slow > 0]
+        if ratios and max(ratios) > NOISY * min(ratios):
+            spans.append(f"{label} read {min(ratios):.3g}-{max(ratios):.3g}x")
+    if not spans:
+        return None
+    load, count = os.getloadavg()[0], max(len(times) for times in rounds.values())
+    return (
+        f"this run was noisy: over its {count} rounds {', '.join(spans)} (load average "
+        f"{load:.1f} on {os.cpu_count()} cores): the machine was busy, a re-run may read "
+        "other figures"
     )
 
 

@@ -250,7 +250,7 @@ def speed_lines(terminalreporter: Any) -> None:
             if key != "perf":
                 continue
             if not {"speedup", "reference_speedup", "bar"} <= figures.keys():
-                shown = {k: v for k, v in figures.items() if k not in ("step", "close")}
+                shown = {k: v for k, v in figures.items() if k not in NOTES}
                 others.append(
                     f"{name}: " + ", ".join(f"{k} {_fmt(k, v)}" for k, v in shown.items())
                 )
@@ -268,6 +268,8 @@ def speed_lines(terminalreporter: Any) -> None:
                     f"{figures['reference_speedup']:.3g}x, the previous step's {previous:.3g}x): "
                     "the bar follows the reference"
                 )
+            if figures.get("noisy"):  # a figure that moved with the machine (issue 59)
+                line += f"\n    {figures['noisy']}"
             races.append(line)
     if races:
         terminalreporter.write_sep(
@@ -280,6 +282,11 @@ def speed_lines(terminalreporter: Any) -> None:
         terminalreporter.write_line(line)
 
 
+#: A race's recorded figures that are sentences (speed_judge.judge_speed): printed as
+#: notes under its line, not as "key value".
+NOTES = ("step", "close", "noisy")
+
+
 def performance_section(terminalreporter: Any) -> None:
     """Every figure every test recorded, with the calibration and peak lines: what
     --solutions, CI and -v print."""
@@ -290,8 +297,8 @@ def performance_section(terminalreporter: Any) -> None:
                 continue
             for key, figures in getattr(report, "user_properties", []):
                 if key == "perf":
-                    notes = [figures[k] for k in ("step", "close") if k in figures]
-                    numbers = {k: v for k, v in figures.items() if k not in ("step", "close")}
+                    notes = [figures[k] for k in NOTES if k in figures]
+                    numbers = {k: v for k, v in figures.items() if k not in NOTES}
                     shown = ", ".join(f"{k} {_fmt(k, v)}" for k, v in numbers.items())
                     line = f"{report.nodeid}: {shown}"
                     line += "".join(f"\n    note: {note}" for note in notes)
