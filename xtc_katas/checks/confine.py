@@ -16,7 +16,8 @@ only where the grader set CONFINE_ENV) takes a mount namespace of its own in whi
   where nothing the harness loads lives; the worker's working folder is entered again
   there (the one it was forked in is the harness's);
 - a second user namespace locks these mounts: the learner's code cannot undo them;
-- no folder, and no file it opened for writing there (the record), is left open;
+- no folder, and no file it opened for writing there (the record), is left open, and
+  no pipe to the harness's other children but its own (each made /dev/null);
 - the reference's functions already loaded by the harness are made to raise.
 
 The harness side (`guard_harness`, in the graded pytest) makes its process non-dumpable,
@@ -97,6 +98,25 @@ def _close_harness_files(folders: list[str]) -> None:
             os.close(fd)
 
 
+def _mute_harness_pipes() -> None:
+    """Each socket inherited from the harness but this worker's own pipe to it (the pipes
+    to the harness's other children: its kernels' and references' workers) made
+    /dev/null: a message the learner's code sends there is read by no one, where it was
+    read as a request by a child of the harness. Not closed: the Connection objects that
+    hold them close them when collected, which would close a later file of that number."""
+    isolation = sys.modules.get("xtc_katas.measure.isolation")  # the worker's, loaded
+    own = {each.fileno() for each in getattr(isolation, "_PARENT", []) if not each.closed}
+    null = os.open(os.devnull, os.O_RDWR)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and fd not in own and fd != null and stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.dup2(null, fd)
+        except OSError:
+            continue
+    os.close(null)
+
+
 def _forget_references() -> None:
     """The reference's modules and functions the harness loaded before this fork: out of
     sys.modules, and each function made to raise."""
@@ -127,6 +147,7 @@ def confine_learner() -> None:
     _check(libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl")
     # (prctl: the harness's is 0: /proc/self would be root's, its uid_map not ours to write)
     _close_harness_files(paths.get("read_only", []))
+    _mute_harness_pipes()
     _new_user_namespace(libc)
     for path in paths.get("hide", []):
         if os.path.isdir(path):
