@@ -227,6 +227,26 @@ def test_the_record_is_read_as_data_with_a_cap(tmp_path: Path) -> None:
     assert "a FIFO" in grading_job._events(record)[1]
 
 
+def test_a_record_listing_more_tests_than_a_kata_has_is_not_kept_and_the_verdict_says_so(
+    tmp_path: Path,
+) -> None:
+    """The outside red team's record bomb (issue 55): ~342,000 tests in one 16 MiB line
+    took the grader to 3.1 GB, each kept in grading.json; a malformed test is no test."""
+    test = {"nodeid": "katas/x::t", "kata": "", "tasks": [], "backend": ""}
+    record = tmp_path / "record.jsonl"
+    many = {"event": "collected", "tests": [test] * (grading_job.RECORD_TESTS + 1)}
+    record.write_text(json.dumps(many) + "\n" + json.dumps({"event": "finish", "exitstatus": 0}))
+    events, cut = grading_job._events(record)
+    assert [e["event"] for e in events] == ["finish"]
+    assert cut == "the run's record lists 2,001 tests, over the 2,000 read: not read"
+    bad = {"event": "collected", "tests": [test, {"nodeid": 1}]}
+    record.write_text(json.dumps(bad) + "\n")
+    assert grading_job._events(record) == ([], "")
+    fine = {"event": "collected", "tests": [test] * grading_job.RECORD_TESTS}
+    record.write_text(json.dumps(fine) + "\n")
+    assert grading_job._events(record) == ([fine], "")
+
+
 def test_a_grading_has_a_total_memory_cap_where_the_node_allows_one() -> None:
     cap = memory_cap.create(256 << 20)
     if cap.path is None:

@@ -36,6 +36,7 @@ def naive(problem, backend, workdir):
 def baseline_outputs(module, problem, backend, dump_file, kinds):
     """In the learner's process: compile_baseline's module, where it was written, and its
     outputs on the harness's inputs (compared with numpy here, in the harness's)."""
+    os.makedirs(os.path.dirname(dump_file), exist_ok=True)  # a graded worker's own /tmp
     compiled = module.compile_baseline(problem.graph(), backend.Backend, dump_file)
     if compiled is None:
         return None, None
@@ -298,6 +299,7 @@ def why_empty(calls, backend) -> str:
 def printed(module, backend, dump_file, what):
     """In the learner's process: generated_code's text, and the streams it had redirected
     at each get_compiler() call."""
+    os.makedirs(os.path.dirname(dump_file), exist_ok=True)  # a graded worker's own /tmp
     streams = StreamsAtGetCompiler(backend.Backend)
     text = module.generated_code(TUTORIAL.graph(), streams.Backend, dump_file, what)
     return text, streams.calls
@@ -325,7 +327,14 @@ def test_generated_code_captures_the_printed_text(learner_module, backend, workd
         )
 
 
+def listed(module, folder):
+    """In the learner's process: what `folder` holds there (a graded worker's /tmp is its own)."""
+    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+
+
 def test_generated_code_rejects_an_unknown_what_before_compiling(learner_module, backend, workdir):
     with pytest.raises(ValueError):
         learner_module.run(printed, backend, workdir.dump_file(), "lowered")
     assert not os.listdir(workdir.path), "nothing should be compiled for an unknown `what`"
+    where = str(workdir.path)
+    assert not learner_module.run(listed, where), "nothing should be compiled for an unknown `what`"

@@ -273,6 +273,7 @@ def explored(module, backend, directory, peak_flops):
     # which compiles for XTC_KATAS_ISA when set, as the re-measurement will (this
     # process's modules only).
     importlib.import_module(f"xtc.backends.{backend}").Backend = KataBackend(backend).Backend
+    os.makedirs(directory, exist_ok=True)  # a graded worker's own /tmp
     os.chdir(directory)  # XTC writes its results and run manifest where it runs
     config = ExplorationConfig(
         operator="matmul",

@@ -8,10 +8,16 @@ only where the grader set CONFINE_ENV) takes a mount namespace of its own in whi
 
 - the suite's solutions/ is an empty read-only folder;
 - the sandbox's writable folders (the copy of the suite, the record, the module cache)
-  are read-only, and /dev/shm a tmpfs of its own. /tmp stays shared with the harness:
-  a kata's test hands the learner's functions a work folder there to compile into;
+  are read-only, and /tmp and /dev/shm are tmpfs of its own. The harness compiles every
+  kernel it races into pytest's folders in the sandbox's /tmp, and loads them later from
+  their path: a /tmp the learner shared would let its code swap them for its own (a
+  library whose constructor runs as the harness). A folder a test hands the learner's
+  functions to compile into (a dump_file's) is made by the probe in this private /tmp,
+  where nothing the harness loads lives; the worker's working folder is entered again
+  there (the one it was forked in is the harness's);
 - a second user namespace locks these mounts: the learner's code cannot undo them;
-- no folder, and no file it opened for writing there (the record), is left open;
+- no folder, and no file it opened for writing there (the record), is left open, and
+  no pipe to the harness's other children but its own (each made /dev/null);
 - the reference's functions already loaded by the harness are made to raise.
 
 The harness side (`guard_harness`, in the graded pytest) makes its process non-dumpable,
@@ -32,7 +38,7 @@ from typing import Any
 
 #: Set by the grader in a confined graded run: JSON {"hide": [...], "read_only": [...]}.
 CONFINE_ENV = "XTC_KATAS_GRADE_CONFINE"
-#: The learner's worker's /dev/shm (a tmpfs: memory, bounded).
+#: The learner's worker's /tmp and /dev/shm, each (a tmpfs: memory, bounded).
 TMP_BYTES = 256 << 20
 
 _CLONE_NEWNS = 0x00020000
@@ -92,6 +98,25 @@ def _close_harness_files(folders: list[str]) -> None:
             os.close(fd)
 
 
+def _mute_harness_pipes() -> None:
+    """Each socket inherited from the harness but this worker's own pipe to it (the pipes
+    to the harness's other children: its kernels' and references' workers) made
+    /dev/null: a message the learner's code sends there is read by no one, where it was
+    read as a request by a child of the harness. Not closed: the Connection objects that
+    hold them close them when collected, which would close a later file of that number."""
+    isolation = sys.modules.get("xtc_katas.measure.isolation")  # the worker's, loaded
+    own = {each.fileno() for each in getattr(isolation, "_PARENT", []) if not each.closed}
+    null = os.open(os.devnull, os.O_RDWR)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and fd not in own and fd != null and stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.dup2(null, fd)
+        except OSError:
+            continue
+    os.close(null)
+
+
 def _forget_references() -> None:
     """The reference's modules and functions the harness loaded before this fork: out of
     sys.modules, and each function made to raise."""
@@ -122,6 +147,7 @@ def confine_learner() -> None:
     _check(libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl")
     # (prctl: the harness's is 0: /proc/self would be root's, its uid_map not ours to write)
     _close_harness_files(paths.get("read_only", []))
+    _mute_harness_pipes()
     _new_user_namespace(libc)
     for path in paths.get("hide", []):
         if os.path.isdir(path):
@@ -131,8 +157,13 @@ def confine_learner() -> None:
             _mount(libc, path, path, "", _MS_BIND | _MS_REC)
             _mount(libc, "", path, "", _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _kept_flags(path))
     flags, data = _MS_NOSUID | _MS_NODEV, f"size={TMP_BYTES},mode=1777"
-    _mount(libc, "tmpfs", "/dev/shm", "tmpfs", flags, data)
+    cwd = os.getcwd()
+    for tmp in ("/tmp", "/dev/shm"):
+        _mount(libc, "tmpfs", tmp, "tmpfs", flags, data)
     _new_user_namespace(libc)  # the mounts above, made in the parent namespace, are locked
+    if cwd == "/tmp" or cwd.startswith("/tmp/"):  # its own, empty: made again
+        os.makedirs(cwd, exist_ok=True)
+    os.chdir(cwd)  # the folder forked in was the harness's (its /tmp), reachable as "."
     _forget_references()
 
 

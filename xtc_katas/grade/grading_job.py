@@ -17,10 +17,12 @@ No grading writes what another reads. The node's module cache, the references co
 once per node before the first submission (trusted_cache, outside any sandbox), is
 read-only in a graded run, and each of its files is checked against the sha256 recorded
 here before it is loaded (measure/module_cache.py); what a run compiles goes to its own
-scratch, removed with it. The sandbox writes only its own folder (the copy, the record,
-that cache); the grader writes each stub into the copy before the first kata runs, keeps
-each run's output where the sandbox cannot reach, and reads the record back as data from
-the other side: no link followed, at most RECORD_BYTES and RECORD_LINES.
+scratch, removed with it. The sandbox writes only its own folder (the copy, that cache)
+and the folder of the record of the kata it runs, made fresh for that run: no run
+writes another kata's record. The grader writes each stub into the copy before the
+first kata runs, keeps each run's output where the sandbox cannot reach, and reads the
+record back as data from the other side: no link followed, at most RECORD_BYTES,
+RECORD_LINES and RECORD_TESTS.
 """
 
 from __future__ import annotations
@@ -64,9 +66,12 @@ UNCONFINED = (
 OUTPUT_TAIL = 3000
 #: The most of a run's output read back to find why it died (its end).
 LOG_BYTES = 1 << 20
-#: The most of a kata's record read (bytes, lines): a kata's is under 1 MiB, and
-#: every report's message and output are capped (pytest_record.py).
-RECORD_BYTES, RECORD_LINES = 16 << 20, 20_000
+#: The most of a kata's record read (bytes, lines, collected tests): a kata's is under
+#: 1 MiB and lists at most a few hundred tests, and every report's message and output are
+#: capped (pytest_record.py). Each test read is kept in grading.json: the cap on tests
+#: bounds the grader's memory and the grade's size (~342,000 tests in 16 MiB took the
+#: grader to 3.1 GB).
+RECORD_BYTES, RECORD_LINES, RECORD_TESTS = 16 << 20, 20_000, 2_000
 #: Where a node keeps its trusted module cache, under its scratch folder.
 TRUSTED_CACHE = "xtc-katas-trusted-cache"
 
@@ -180,7 +185,7 @@ def grade(sub: Submission, config: GradeConfig) -> dict[str, Any]:
     if sub.files:  # the references compiled for this node, before any submission runs
         node["trusted_cache"] = trusted_cache(katas, config)[1]
     with tempfile.TemporaryDirectory(prefix="xtc-katas-grade-", dir=scratch) as tmp:
-        run = Path(tmp) / "run"  # the sandbox's: the copy, the records, its own cache
+        run = Path(tmp) / "run"  # the sandbox's: the copy, its own cache
         run.mkdir()
         copy = copy_repository(run) if sub.files else run
         for kata in katas:  # every stub, before any of the sandbox's runs could plant a link
@@ -389,13 +394,20 @@ def grade_kata(
         cause = f"{stub} is the untouched stub"
         tests = _placeholder_tests(kata, "fail", cause)
         return _kata_verdict(kata, "not attempted", cause, tests), tests
-    record, log = tmp / "run" / f"{kata.id}.jsonl", tmp / f"{kata.id}.log"
+    # The record's folder, made here for this run only, is bound into this kata's sandbox
+    # alone: no earlier kata's run (nor anything it left) can write what is read as its
+    # verdict, and the learner's worker sees it read-only.
+    records = tmp / "records" / kata.id
+    records.mkdir(parents=True)  # never there before: a fresh folder, or an error
+    record, log = records / "record.jsonl", tmp / f"{kata.id}.log"
+    if config.confined:
+        sandbox.hand_over(records)
     cap = memory_cap.create() if config.confined else memory_cap.Cap(None, "none: unconfined")
     if node is not None:
         node["memory_cap"] = cap.how
     started = time.monotonic()
     try:
-        code, timed_out = run_pytest(kata, copy, record, log, config, cap)
+        code, timed_out = run_pytest(kata, copy, tmp / "run", record, log, config, cap)
         capped = cap.hit()
     finally:
         cap.remove()
@@ -444,11 +456,13 @@ def grade_kata(
 
 #: The record's events (pytest_record.py), each with its fields' types.
 EVENTS: dict[str, dict[str, type]] = {
-    "collected": {"tests": list},
+    "collected": {"tests": list},  # of TESTED, at most RECORD_TESTS
     "start": {"nodeid": str},
     "report": {"nodeid": str, "when": str, "outcome": str, "message": str, "perf": list},
     "finish": {"exitstatus": int},
 }
+#: The fields of each collected test, with their types.
+TESTED: dict[str, type] = {"nodeid": str, "kata": str, "tasks": list, "backend": str}
 
 
 def _count(folder: Path, name: str, most: int = 10_000) -> int:
@@ -467,7 +481,8 @@ def _events(record: Path) -> tuple[list[dict[str, Any]], str]:
     """The record's events, and what stopped its reading ("" if nothing did); a line cut
     short by the run's death, or not one of EVENTS with its fields, is left out. The
     record is the sandbox's file: read as data, at most RECORD_BYTES and RECORD_LINES,
-    and not at all if it is not a regular file (a link, a FIFO)."""
+    a list of at most RECORD_TESTS tests, and not at all if it is not a regular file (a
+    link, a FIFO)."""
     events: list[dict[str, Any]] = []
     try:
         data, whole = read_start(record, RECORD_BYTES)
@@ -488,9 +503,22 @@ def _events(record: Path) -> tuple[list[dict[str, Any]], str]:
         except ValueError:
             continue
         fields = EVENTS.get(event.get("event")) if isinstance(event, dict) else None
-        if fields is not None and all(isinstance(event.get(k), t) for k, t in fields.items()):
-            events.append(event)
+        if fields is None or not _has(event, fields):
+            continue
+        if event["event"] == "collected":
+            if len(event["tests"]) > RECORD_TESTS:  # none of them kept
+                said = f"the run's record lists {len(event['tests']):,} tests, over the "
+                cut = "; ".join(filter(None, [cut, said + f"{RECORD_TESTS:,} read: not read"]))
+                continue
+            if not all(_has(test, TESTED) for test in event["tests"]):
+                continue
+        events.append(event)
     return events, cut
+
+
+def _has(value: Any, fields: dict[str, type]) -> bool:
+    """Whether `value` is a JSON object with each of `fields`, of its type."""
+    return isinstance(value, dict) and all(isinstance(value.get(k), t) for k, t in fields.items())
 
 
 def _outcome(
@@ -551,26 +579,29 @@ def _tail(log: Path) -> str:
 def run_pytest(
     kata: Kata,
     copy: Path,
+    run: Path,
     record: Path,
     log: Path,
     config: GradeConfig,
     cap: memory_cap.Cap | None = None,
 ) -> tuple[int | None, bool]:
-    """pytest on one kata in the copy: (exit code or -signal, whether it timed out).
+    """pytest on one kata in the copy (under `run`, the sandbox's folder), writing its
+    record to `record` (in a folder of its own): (exit code or -signal, whether it timed out).
 
     In a session of its own, so that a timeout stops it and every kernel it forked; and,
     where util-linux's setpriv is found, with SIGKILL as its parent-death signal, so that
     a worker killed mid-job does not leave its pytest running beside the next grade."""
-    env, cwd, run = graded_env(), str(copy), record.parent
+    env, cwd, records = graded_env(), str(copy), record.parent
     trusted = trusted_cache([kata], config)[0]
     own, node_cache = run / "cache", str(trusted)
     if (
         config.confined
     ):  # the grading's folder (the copy, the record, its cache), read-only the node's
         grading = Path(sandbox.GRADING)
-        cwd, record = str(grading / copy.relative_to(run)), grading / record.name
+        cwd, record = str(grading / copy.relative_to(run)), Path(sandbox.RECORD) / record.name
         own, node_cache = grading / "cache", sandbox.CACHE
-        hidden = {"hide": [f"{cwd}/solutions"], "read_only": [sandbox.GRADING, sandbox.CACHE]}
+        read_only = [sandbox.GRADING, sandbox.CACHE, sandbox.RECORD]
+        hidden = {"hide": [f"{cwd}/solutions"], "read_only": read_only}
         env[CONFINE_ENV] = json.dumps(hidden)
     env.update(
         {
@@ -585,8 +616,9 @@ def run_pytest(
         command.append(f"--backend={config.backend}")
     if config.confined:
         index = Path(f"{trusted}{module_cache.TRUSTED_INDEX}")
-        read_only = {trusted: sandbox.CACHE, index: sandbox.CACHE + module_cache.TRUSTED_INDEX}
-        command = sandbox.wrap(command, cwd, {run: sandbox.GRADING}, read_only)
+        bound = {trusted: sandbox.CACHE, index: sandbox.CACHE + module_cache.TRUSTED_INDEX}
+        writable = {run: sandbox.GRADING, records: sandbox.RECORD}
+        command = sandbox.wrap(command, cwd, writable, bound)
     command = cap.wrap(command) if cap is not None else command
     setpriv = shutil.which("setpriv")
     if setpriv:

@@ -5,8 +5,9 @@ What the graded run sees (docs/grading.md has the threat model's table):
 - a read-only system (/usr, /etc, ... and the suite's venv), nothing else of the node's
   files: not the instructor's home, the grades, the other submissions, nor the suite's
   checkout (its copy, made for this grading, is the one it runs);
-- writable: the grading's own scratch folder (the copy, the run's record, its own module
-  cache: what it compiles stays there), a private /tmp of TMP_BYTES;
+- writable: the grading's own scratch folder (the copy, its own module cache: what it
+  compiles stays there), the folder of this kata's record (made by the grader for this
+  run, seen by no other), a private /tmp of TMP_BYTES;
 - read-only: the node's trusted module cache (the references, compiled before the first
   submission outside any sandbox) and the sha256 of each of its files;
 - no network (a loopback of its own), its own PID namespace (it sees no Dask worker, no
@@ -81,8 +82,9 @@ def _folders(paths: list[str]) -> list[str]:
     return [arg for parent in folders for arg in ("--perms", "0755", "--dir", parent)]
 
 
-#: Where the grading's folder and the module cache are, inside.
-GRADING, CACHE = "/grading", "/grading-cache"
+#: Where the grading's folder, the module cache and the kata's record's folder (one per
+#: kata's run, bound in that run only) are, inside.
+GRADING, CACHE, RECORD = "/grading", "/grading-cache", "/grading-record"
 
 
 def wrap(
