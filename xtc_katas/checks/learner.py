@@ -25,6 +25,7 @@ from typing import Any
 from xtc_katas.checks.confine import confine_learner
 from xtc_katas.kata import loader, stubs
 from xtc_katas.kata.manifest import Kata
+from xtc_katas.measure import machine
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.isolation import KERNEL_HINT, TIME_LIMIT_S, KernelTimedOut, Worker
 
@@ -71,6 +72,7 @@ class Loaded:
 
 
 def _load(kata: Kata, solution: bool) -> None:
+    machine.emulate_cpu_info()  # as the harness did at its start: the worker is fresh
     if not solution:
         confine_learner()  # in a confined grading only
     _LOADED["module"] = loader.load(kata, solution)
@@ -125,7 +127,7 @@ class Learner:
             try:
                 self._worker = Worker(
                     _load, self.kata, self.solution, what=f"{self.kata.id}'s code",
-                    time_limit_s=CALL_TIME_LIMIT_S, hint=CALL_HINT,
+                    time_limit_s=CALL_TIME_LIMIT_S, hint=CALL_HINT, fresh=True,
                 )  # fmt: skip
             except Exception as exc:  # its import raised, hung or crashed
                 self._import_failed = exc

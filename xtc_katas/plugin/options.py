@@ -12,7 +12,7 @@ import pytest
 
 from xtc_katas.kata import loader, stubs
 from xtc_katas.kata.manifest import Kata, kata_of_path
-from xtc_katas.measure import machine
+from xtc_katas.measure import isolation, machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend, set_thread_defaults
 
 BACKEND_ENV = "XTC_KATAS_BACKEND"
@@ -121,6 +121,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if perf and parallel_run(config):
         items[:] = [item for item in items if not item.get_closest_marker("perf")]
         config.hook.pytest_deselected(items=perf)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the learner's workers' forkserver (a fresh interpreter), with the backends
+    the selected tests compile on imported once there, while the first tests start."""
+    if session.config.getoption("--check-stubs") or not session.items:
+        return
+    used = set()
+    for item in session.items:
+        backend = getattr(getattr(item, "callspec", None), "params", {}).get("backend")
+        if isinstance(backend, KataBackend):
+            used.add(backend.name)
+    isolation.start_fresh_workers(sorted(used))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
