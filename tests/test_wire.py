@@ -313,6 +313,31 @@ def test_the_learners_worker_is_not_a_fork_of_the_harness():
         assert isolation.PRELOAD[0] in sys.modules
 
 
+#: Run with `python -m` from a copy's root: a learner's worker started from elsewhere (a
+#: test's folder, as the plugin's tests start it), printing the file of the stub it loaded.
+WHERE_THE_WORKER_LOADS = """
+import os, tempfile
+from xtc_katas.checks.learner import Learner
+from xtc_katas.kata.manifest import find
+
+os.chdir(tempfile.mkdtemp())
+with Learner(find(1), solution=False) as learner:
+    print("loaded:", learner.run(getattr, "__file__"))
+"""
+
+
+@pytest.mark.slow
+def test_a_copys_learner_worker_loads_the_copys_stub(tmp_path):
+    """A copy run as CI and the harness tests run it (`python -m`, from its root) grades
+    the copy's stubs, with its xtc_katas: not those of the checkout installed in the venv
+    (its editable finder), which the forkserver found from a folder outside the copy."""
+    repo = copy_repository(tmp_path)
+    (repo / "where_the_worker_loads.py").write_text(WHERE_THE_WORKER_LOADS)
+    code, out = run_python(repo, "-m", "where_the_worker_loads", timeout=120)
+    assert code == 0, out
+    assert f"loaded: {find(1).stub_path(repo)}" in out.splitlines(), out
+
+
 def forkserver_reached(module: object, address: str) -> bool:
     """In the learner's worker: whether the forkserver's socket is there to connect to
     (not connected to: Python 3.11's forkserver ends at a client that sends nothing)."""

@@ -28,6 +28,7 @@ import types
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing import popen_forkserver, reduction, spawn
 from typing import Any, NoReturn, TypeVar
+from unittest import mock
 
 from xtc_katas.kata.failures import KataFailure
 from xtc_katas.measure import module_cache, wire
@@ -120,7 +121,15 @@ def start_fresh_workers(backends: Iterable[str] = ()) -> None:
     without importing them, and the harness goes on meanwhile."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([*PRELOAD, *(f"xtc.backends.{name}" for name in backends)])
-    multiprocessing.forkserver.ensure_running()
+    # The forkserver imports what this process imports: this sys.path, as PYTHONPATH.
+    # Python 3.11's forkserver drops the sys.path it is handed (its main()'s `sys_path`)
+    # and imports PRELOAD from its own: '' (its folder, a test's temporary one), then the
+    # editable install's finder, which names the checkout installed. In a copy of the
+    # repository run with `python -m` from its root, the workers imported the checkout's
+    # xtc_katas and loaded its katas. PYTHONSAFEPATH drops that ''.
+    path = os.pathsep.join(os.path.abspath(entry) for entry in sys.path)
+    with mock.patch.dict(os.environ, PYTHONPATH=path, PYTHONSAFEPATH="1"):
+        multiprocessing.forkserver.ensure_running()
 
 
 def _send(connection: Any, message: Any) -> None:
