@@ -122,8 +122,9 @@ def start_fresh_workers(backends: Iterable[str] = ()) -> None:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([*PRELOAD, *(f"xtc.backends.{name}" for name in backends)])
     # The forkserver imports what this process imports: this sys.path, as PYTHONPATH.
-    # Python 3.11's forkserver drops the sys.path it is handed (its main()'s `sys_path`)
-    # and imports PRELOAD from its own: '' (its folder, a test's temporary one), then the
+    # Python's forkserver drops the sys.path it is handed (CPython gh-117378: 3.11 has it,
+    # fixed in late 3.12 and 3.13 releases, whose maintainers name this workaround) and
+    # imports PRELOAD from its own: '' (its folder, a test's temporary one), then the
     # editable install's finder, which names the checkout installed. In a copy of the
     # repository run with `python -m` from its root, the workers imported the checkout's
     # xtc_katas and loaded its katas. PYTHONSAFEPATH drops that ''.
