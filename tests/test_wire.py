@@ -233,6 +233,21 @@ def test_a_graph_crosses_as_its_description_and_is_built_again():
     assert (graph.forward([XTCTensor(v) for v in x])[0].numpy() == 8).all()
 
 
+@pytest.mark.parametrize("padding", [0, (1, 0), {-3: (1, 1), -2: (0, 0)}, 1])
+def test_a_pad2d_crosses_whatever_it_pads(padding):
+    """XTC keeps a pad2d's padding as the axes it pads, a dict its builder refuses with
+    fewer than two (kata 11's "pads nothing" judgement needs the graph of padding 0)."""
+    import xtc.graphs.xtc.op as O
+
+    image = O.tensor((1, 4, 4, 3), "float32", name="I")
+    with O.graph(name="padded") as built:
+        O.pad2d(image, padding=padding, name="P")
+    graph = _decoded(wire.encode(wire.Ok(wire.to_wire(built.graph))))[1]
+    (node,) = graph.nodes.values()
+    assert vars(node.operator.attrs) == vars(next(iter(built.graph.nodes.values())).operator.attrs)
+    assert graph.outputs_types[0].shape == built.graph.outputs_types[0].shape
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("gadget", sorted(GADGETS))
 def test_a_planted_pickle_gadget_fails_its_task_and_runs_nothing(tmp_path, gadget):

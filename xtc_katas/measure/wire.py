@@ -428,6 +428,19 @@ def _build(ops: Any, graph: Graph, made: dict, get: Callable[[str], Any], depth:
                 )
             else:
                 args = [get(uid) for uid in node.args]
+                attrs = _as_given(node.op, attrs)
                 made[node.out.uid] = getattr(ops, node.op)(*args, name=node.name, **attrs)
         ops.outputs(*(get(uid) for uid in graph.outputs))
     return built.graph
+
+
+def _as_given(op: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    """Attributes as XTC's builder takes them again. A pad2d keeps its padding as the
+    axes it pads, a dict its builder refuses with fewer than two entries (XTC 0.3.2's
+    "expected 1, 2 or 4"): padding 0, which kata 11 judges, is {}. Axes it does not pad
+    are given back as (0, 0), which the builder drops again."""
+    padding = attrs.get("padding")
+    if op != "pad2d" or not isinstance(padding, dict) or len(padding) >= 2:
+        return attrs
+    free = [axis for axis in (-3, -2, -4, -1) if axis not in padding][: 2 - len(padding)]
+    return {**attrs, "padding": {**padding, **dict.fromkeys(free, (0, 0))}}
