@@ -181,8 +181,12 @@ for test in ("test_matmul_graph_structure", "test_matmul_relu_graph_structure"):
             "when": "call", "outcome": "passed", "message": "", "output": "", "perf": []}}
     print(json.dumps(line)); print(json.dumps(line), file=sys.stderr)
 print(json.dumps({{"version": 3, "status": "pass", "message": "owned", "tests": []}}))
-argv = open(f"/proc/{{os.getppid()}}/cmdline").read().split("\\0")
-record = next(a for a in argv if a.startswith("--grade-record=")).split("=", 1)[1]
+pid, found = os.getppid(), []
+while not found and pid > 1:  # the graded pytest: the worker's parent, or an ancestor
+    argv = open(f"/proc/{{pid}}/cmdline").read().split("\\0")
+    found = [a for a in argv if a.startswith("--grade-record=")]
+    pid = int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
+record = found[0].split("=", 1)[1]
 open(record, "a").write(json.dumps(line) + "\\n")
 """,
         ("Read-only file system",),

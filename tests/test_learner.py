@@ -60,8 +60,8 @@ ATTACKS = [
     Attack(
         "the task fixture's judgements",
         9,
-        "import sys\n"
-        '_t = sys.modules["xtc_katas" + ".checks.task_under_test"].TaskUnderTest\n'
+        "import importlib\n"
+        '_t = importlib.import_module("xtc_katas" + ".checks.task_under_test").TaskUnderTest\n'
         "_t.assert_computes = lambda self: None\n"
         "_t.assert_shape = lambda self, mistakes: None\n"
         '_t.assert_speed = lambda self, advice="": None\n'
@@ -73,8 +73,8 @@ ATTACKS = [
     Attack(
         "the optimizer race's verdict",
         12,
-        "import sys\n"
-        'sys.modules["xtc_katas" + ".checks.optimizer_race"].OptimizerRace.verdict = '
+        "import importlib\n"
+        'importlib.import_module("xtc_katas" + ".checks.optimizer_race").OptimizerRace.verdict = '
         "lambda self: None\n" + RANDOM_SEARCH,
         "learns_and_beats",
         "RandomOptimizer",
@@ -89,8 +89,8 @@ ATTACKS = [
     Attack(
         "the module cache's store",
         10,
-        "import sys\n"
-        '_mc = sys.modules["xtc_katas" + ".measure.module_cache"]\n'
+        "import importlib\n"
+        '_mc = importlib.import_module("xtc_katas" + ".measure.module_cache")\n'
         "_orig = _mc.compile_cached\n"
         "def _poisoned(key, graph, fresh_path, build):\n"
         "    return _orig(key, graph, fresh_path, build)\n"
@@ -131,7 +131,10 @@ def test_the_rest_of_the_run_is_judged_by_the_harness_as_it_was(tmp_path):
     real bar."""
     repo = copy_repository(tmp_path)
     fusion = find(9).stub_path(repo)
-    headroom = 'import sys\nsys.modules["xtc_katas" + ".checks.speed_rule"].HEADROOM = 0.01\n'
+    headroom = (
+        "import importlib\n"
+        'importlib.import_module("xtc_katas" + ".checks.speed_rule").HEADROOM = 0.01\n'
+    )
     fusion.write_text(fusion.read_text() + "\n" + headroom + FUSED)
     shutil.copyfile(find(4).solution_path(repo), find(4).stub_path(repo))
     _code, out = run_python(

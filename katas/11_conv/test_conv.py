@@ -32,6 +32,12 @@ SMALL = {
 
 @pytest.fixture(scope="module", autouse=True)
 def small_layers():
+    register_small_layers()
+
+
+def register_small_layers():
+    """SMALL in XTC's catalogue, in the process that runs this (the harness, or the
+    learner's worker: a fresh interpreter, which has not registered them yet)."""
     from xtc.artifacts import has_operation, register_operation
 
     for name, (layer, params) in SMALL.items():
@@ -63,7 +69,7 @@ def layer_graph(learner_module, name):
     """learner_module.conv_layer_graph(name); a stride or a weights' layout that XTC's conv2d
     rejects is named as such."""
     try:
-        return learner_module.conv_layer_graph(name)
+        return learner_module.run(small_layer_graph, name, what=f"{KATA} › conv_layer_graph()")
     except AssertionError as exc:
         if CONV2D_SHAPE_CHECK in str(exc):
             layer = RESNET18_02 if name == "ResNet18_02" else SMALL[name][0]
@@ -81,6 +87,12 @@ def layer_graph(learner_module, name):
             "mistake (xtc/graphs/xtc/operators.py, XTCOperConv2D): give a tuple, "
             "stride=(SH, SW)"
         ) from exc
+
+
+def small_layer_graph(module, name):
+    """In your module's process: conv_layer_graph(name), SMALL registered there first."""
+    register_small_layers()
+    return module.conv_layer_graph(name)
 
 
 def shapes(types):
@@ -164,6 +176,7 @@ def forwarded(module, name, seed):
     layer `name`, on signed inputs of the image's shape as it sized it."""
     from xtc.graphs.xtc.data import XTCTensor
 
+    register_small_layers()
     graph = module.conv_layer_graph(name)
     inputs = make_inputs(shapes(graph.inputs_types), SMALL[name][0].dtype, "signed", seed=seed)
     return inputs, graph.forward([XTCTensor(x) for x in inputs])[0].numpy()

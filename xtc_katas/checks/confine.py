@@ -3,10 +3,13 @@
 `xtc-katas grade` runs each kata's pytest inside bubblewrap (grade/sandbox.py): the
 harness there must read the reference solutions (they race beside the learner's kernel)
 and write the run's record and its compiles. The learner's module runs in a worker forked
-from that pytest (checks/learner.py); before it is imported, the worker (`confine_learner`,
-only where the grader set CONFINE_ENV) takes a mount namespace of its own in which:
+from a forkserver that pytest started (checks/learner.py); before it is imported, the
+worker (`confine_learner`, only where the grader set CONFINE_ENV) takes a mount namespace
+of its own in which:
 
-- the suite's solutions/ is an empty read-only folder;
+- the suite's solutions/ is an empty read-only folder, and so is each of the harness's
+  multiprocessing folders (/tmp/pymp-*): the forkserver the worker came from listens
+  there, and forks anything asked, outside this confinement;
 - the sandbox's writable folders (the copy of the suite, the record, the module cache)
   are read-only, and /tmp and /dev/shm are tmpfs of its own. The harness compiles every
   kernel it races into pytest's folders in the sandbox's /tmp, and loads them later from
@@ -28,11 +31,13 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import glob
 import json
 import linecache
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +141,13 @@ def _forget_references() -> None:
     linecache.clearcache()
 
 
+def _multiprocessing_folders() -> list[str]:
+    """The harness's multiprocessing folders (/tmp/pymp-*): the forkserver's socket, from
+    which the learner's worker was forked, is there; a process it forks on request is
+    outside these namespaces, so the worker must not reach it."""
+    return glob.glob(os.path.join(tempfile.gettempdir(), "pymp-*"))
+
+
 def confine_learner() -> None:
     """In the learner's worker, before its module is imported: see the module's docstring.
     Nothing is done outside a confined grading (CONFINE_ENV unset)."""
@@ -149,7 +161,7 @@ def confine_learner() -> None:
     _close_harness_files(paths.get("read_only", []))
     _mute_harness_pipes()
     _new_user_namespace(libc)
-    for path in paths.get("hide", []):
+    for path in [*paths.get("hide", []), *_multiprocessing_folders()]:
         if os.path.isdir(path):
             _mount(libc, "tmpfs", path, "tmpfs", _MS_RDONLY | _MS_NOSUID | _MS_NODEV, "size=0")
     for path in paths.get("read_only", []):

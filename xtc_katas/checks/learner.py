@@ -14,17 +14,16 @@ references, the harness's own code, in this process through the same probes.
 
 from __future__ import annotations
 
-import ast
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from xtc_katas.checks.confine import confine_learner
-from xtc_katas.kata import loader, stubs
+from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata
+from xtc_katas.kata.stubs import Loaded
+from xtc_katas.measure import machine
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.isolation import KERNEL_HINT, TIME_LIMIT_S, KernelTimedOut, Worker
 
@@ -44,33 +43,8 @@ _LOADED: dict[str, ModuleType] = {}
 _REFERENCES: dict[str, Learner] = {}
 
 
-@dataclass(frozen=True)
-class Loaded:
-    """What the module's source defines at its top level (`functions`: every name it
-    binds) and which of its functions are still the untouched stub: read without running
-    it, so that a red run fails at once, before any process starts."""
-
-    functions: frozenset[str]
-    untouched: frozenset[str]
-
-    @classmethod
-    def read(cls, path: Path) -> Loaded:
-        tree = ast.parse(path.read_text(), filename=str(path))  # a SyntaxError says where
-        names, untouched = set(), set()
-        for node in tree.body:  # in order: the last definition of a name is the one
-            if isinstance(node, ast.FunctionDef):
-                bound = {node.name}
-            else:
-                bound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-                bound |= {a.asname or a.name for a in getattr(node, "names", ())}
-            names |= bound
-            untouched -= bound
-            if isinstance(node, ast.FunctionDef) and stubs.is_stub_definition(node):
-                untouched.add(node.name)
-        return cls(frozenset(names), frozenset(untouched))
-
-
 def _load(kata: Kata, solution: bool) -> None:
+    machine.emulate_cpu_info()  # as the harness did at its start: the worker is fresh
     if not solution:
         confine_learner()  # in a confined grading only
     _LOADED["module"] = loader.load(kata, solution)
@@ -125,7 +99,7 @@ class Learner:
             try:
                 self._worker = Worker(
                     _load, self.kata, self.solution, what=f"{self.kata.id}'s code",
-                    time_limit_s=CALL_TIME_LIMIT_S, hint=CALL_HINT,
+                    time_limit_s=CALL_TIME_LIMIT_S, hint=CALL_HINT, fresh=True,
                 )  # fmt: skip
             except Exception as exc:  # its import raised, hung or crashed
                 self._import_failed = exc

@@ -31,6 +31,7 @@ import numpy as np
 
 from xtc_katas.checks.learner import Learner, run_probe
 from xtc_katas.kata.failures import KataFailure
+from xtc_katas.measure import wire
 from xtc_katas.measure.isolation import Worker, ask
 
 #: The space searched: XTC's Strategy_PPRPRPvr on the tutorial's strategy problem, with a
@@ -153,6 +154,7 @@ def real_side(secret: int, seed: int) -> int:
     return random.Random(f"{secret}:{seed}:real").randrange(2)
 
 
+@wire.record
 @dataclass
 class Run:
     """One search: each evaluated sample and its value, in order."""

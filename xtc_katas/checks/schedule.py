@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from xtc_katas.checks.loop_nests import loop_axes
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
+from xtc_katas.measure import wire
 from xtc_katas.measure.observed import Proxy
 
 if TYPE_CHECKING:
@@ -41,8 +42,11 @@ FUSING = ("fuse_consumer_at", "fuse_producer_at")
 FUSING_ANNOTATIONS = ("fuse_consumer", "fuse_producer")
 #: What a scheduler does that reads rather than schedules: never recorded.
 READ_ONLY = ("get_loop_nest", "schedule")
+#: A primitive's name: a public method's (recording records no other).
+PRIMITIVE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
+@wire.record
 @dataclass(frozen=True)
 class Call:
     """One primitive call a learner's schedule function made on `sch`, as it was made."""
@@ -50,6 +54,18 @@ class Call:
     name: str
     args: tuple
     kwargs: dict
+
+    def __post_init__(self) -> None:
+        """A call that crossed from the learner's worker is replayed by name on the
+        harness's scheduler: only a public method that `recording` records is named."""
+        if not (type(self.name) is str and PRIMITIVE.fullmatch(self.name)) or (
+            self.name in READ_ONLY
+        ):
+            raise ValueError(f"{str(self.name)[:40]!r} is not a primitive of XTC's scheduler")
+        if type(self.args) is not tuple or type(self.kwargs) is not dict:
+            raise ValueError(f"{self.name}'s arguments are not a tuple and a dict")
+        if not all(type(key) is str for key in self.kwargs):
+            raise ValueError(f"{self.name}'s keyword arguments are not named by strings")
 
 
 def recording(scheduler: Any, label: str) -> tuple[Proxy, list[Call]]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import Problem
+from xtc_katas.measure import wire
 from xtc_katas.measure.isolation import run_isolated
 from xtc_katas.measure.observed import Observation, Proxy, timed_module, within_own_times
 from xtc_katas.measure.timing import (
@@ -60,6 +61,7 @@ class CompileCounter:
         self.Backend = Proxy(backend_class, __call__=backend)
 
 
+@wire.record
 @dataclass
 class SearchRun:
     """What a generator yielded, and how many compiles it had made after the first item."""

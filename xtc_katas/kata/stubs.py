@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from xtc_katas import ROOT
@@ -31,6 +32,32 @@ def is_stub_definition(node: ast.stmt) -> bool:
     exc = body[0].exc
     target = exc.func if isinstance(exc, ast.Call) else exc
     return isinstance(target, ast.Name) and target.id == "NotImplementedError"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What the module's source defines at its top level (`functions`: every name it
+    binds) and which of its functions are still the untouched stub: read without running
+    it, so that a red run fails at once, before any process starts."""
+
+    functions: frozenset[str]
+    untouched: frozenset[str]
+
+    @classmethod
+    def read(cls, path: Path) -> Loaded:
+        tree = ast.parse(path.read_text(), filename=str(path))  # a SyntaxError says where
+        names, untouched = set(), set()
+        for node in tree.body:  # in order: the last definition of a name is the one
+            if isinstance(node, ast.FunctionDef):
+                bound = {node.name}
+            else:
+                bound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                bound |= {a.asname or a.name for a in getattr(node, "names", ())}
+            names |= bound
+            untouched -= bound
+            if isinstance(node, ast.FunctionDef) and is_stub_definition(node):
+                untouched.add(node.name)
+        return cls(frozenset(names), frozenset(untouched))
 
 
 def source_is_untouched(kata: Kata, source: str) -> bool:

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from xtc_katas.measure import wire
+
 #: How far a figure may sit outside the range of its own times: float rounding, no more.
 ROUNDING = 1.01
 
@@ -49,6 +51,7 @@ class Proxy:
         return str(self._target)
 
 
+@wire.record  # a probe's figures come back with what it saw (kata 03's, a search's)
 @dataclass
 class Observation:
     """What a learner's code did with one compiled module: the times its XTC evaluators

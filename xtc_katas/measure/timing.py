@@ -28,7 +28,7 @@ from threadpoolctl import threadpool_limits
 
 from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.problems import Problem
-from xtc_katas.measure import module_cache
+from xtc_katas.measure import module_cache, wire
 from xtc_katas.measure.isolation import run_isolated
 
 #: Rounds a race runs at most, and samples of a kernel in a round at most.
@@ -52,6 +52,7 @@ MIN_ROUNDS = ROUNDS // 2 + 1
 FEW_LONG_ROUNDS = {"samples": 40, "round_s": 0.1}
 
 
+@wire.record
 @dataclass
 class Timings:
     """Each kernel's best time (seconds per call), and its best in every round."""
@@ -339,6 +340,7 @@ TVM_SPIN_ENV = "TVM_THREAD_POOL_SPIN_COUNT"
 SLEEPING_TVM_WORKERS_CALL_S = 1e-3
 
 
+@wire.record
 @dataclass(frozen=True)
 class TvmWorkersSpun:
     """A race child's answer when its TVM workers should have slept: the race runs again

@@ -12,7 +12,7 @@ import pytest
 
 from xtc_katas.kata import loader, stubs
 from xtc_katas.kata.manifest import Kata, kata_of_path
-from xtc_katas.measure import machine
+from xtc_katas.measure import isolation, machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend, set_thread_defaults
 
 BACKEND_ENV = "XTC_KATAS_BACKEND"
@@ -121,6 +121,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if perf and parallel_run(config):
         items[:] = [item for item in items if not item.get_closest_marker("perf")]
         config.hook.pytest_deselected(items=perf)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the learner's workers' forkserver (a fresh interpreter), with the backends
+    the selected tests compile on imported once there, while the first tests start.
+
+    Only for tests that run the learner's code: one that stops at an untouched stub
+    (reports.py) starts no worker, and a red run, which imported no backend (TVM's costs
+    ~1.3 s), waited for the forkserver's imports (its output is the run's) to end."""
+    if session.config.getoption("--check-stubs"):
+        return
+    untouched: dict[str, frozenset[str]] = {}
+    used, running = set(), False
+    for item in session.items:
+        kata = item.stash.get(KATA, None)
+        if kata is not None and LEARNER_MODULE in getattr(item, "fixturenames", ()):
+            if kata.id not in untouched:
+                untouched[kata.id] = _untouched(kata)
+            if untouched[kata.id] & set(item.stash.get(TASKS, ())):
+                continue
+        running = True
+        backend = getattr(getattr(item, "callspec", None), "params", {}).get("backend")
+        if isinstance(backend, KataBackend):
+            used.add(backend.name)
+    if running:
+        isolation.start_fresh_workers(sorted(used))
+
+
+def _untouched(kata: Kata) -> frozenset[str]:
+    """The functions of the kata's module still the stub's (read, not run)."""
+    try:
+        return stubs.Loaded.read(loader.module_path(kata)).untouched
+    except (OSError, SyntaxError, ValueError):  # its tests say what is wrong with it
+        return frozenset()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
