@@ -516,7 +516,7 @@ PLANTED = {
     ),
     "conv reduction inside the tile": Planted(
         11,
-        '    """A register tile of the output, w by f',
+        '    """A 4x16 register tile of the output',
         '    sch.strip_mine("w", {"w1": 4})\n'
         '    sch.strip_mine("f", {"f1": 16})\n'
         '    sch.interchange(["h", "b", "w", "f", "r", "s", "w1", "c", "f1"])\n'
@@ -620,7 +620,7 @@ RIGHT = {
     # The catalogue's (tests/answers.py), raced here too.
     "conv tile with f outside w": Planted(
         11,
-        '    """A register tile of the output, w by f',
+        '    """A 4x16 register tile of the output',
         load_answers().RIGHT[11]["schedule_conv"][1].body,
         ("-k", "schedule_conv and not parallel"),
         ("6 passed",),

@@ -19,10 +19,12 @@ import importlib.util
 import io
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.util
 import os
 import pickle
 import signal
 import sys
+import tempfile
 import traceback
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -129,6 +131,14 @@ def start_fresh_workers(backends: Iterable[str] = ()) -> None:
     # repository run with `python -m` from its root, the workers imported the checkout's
     # xtc_katas and loaded its katas. PYTHONSAFEPATH drops that ''.
     path = os.pathsep.join(os.path.abspath(entry) for entry in sys.path)
+    # Its socket is made in multiprocessing's temp dir, under TMPDIR, and an AF_UNIX path
+    # holds 107 bytes: a long TMPDIR (a grading's run folder under a test's tmp_path, in
+    # the fresh-root CI) failed its bind with "AF_UNIX path too long". Python 3.14 falls
+    # back to /tmp itself (multiprocessing.util._get_base_temp_dir); so does this.
+    socket = os.path.join(tempfile.gettempdir(), "pymp-xxxxxxxx", "listener-xxxxxxxx")
+    if len(socket) > 100:
+        with mock.patch.object(tempfile, "tempdir", "/tmp"):
+            multiprocessing.util.get_temp_dir()  # made once per process, then kept
     with mock.patch.dict(os.environ, PYTHONPATH=path, PYTHONSAFEPATH="1"):
         multiprocessing.forkserver.ensure_running()
 
