@@ -258,3 +258,21 @@ def test_a_grading_has_a_total_memory_cap_where_the_node_allows_one() -> None:
     finally:
         cap.remove()
     assert not cap.path.exists()
+
+
+def test_a_record_line_nested_deep_or_with_figures_not_objects_is_left_out(tmp_path: Path):
+    """The outside red team's round 2 wrote 200,000 '[' (RecursionError, which stopped the
+    reading: a grader error at every run) and a figure that was a string (the whole class
+    stopped in result_formats.speed): each such line is left out, the rest read."""
+    from xtc_katas.grade import result_formats
+
+    good = {"event": "report", "nodeid": "t", "when": "call", "outcome": "passed"}
+    good |= {"message": "", "perf": [{"speedup": 2.0}]}
+    lines = ["[" * 200_000, json.dumps({**good, "perf": ["not a figure"]})]
+    lines += [json.dumps({**good, "output": 3}), json.dumps(good)]
+    record = tmp_path / "record.jsonl"
+    record.write_text("\n".join(lines) + "\n")
+    assert grading_job._events(record) == ([good], "")
+    figures = result_formats.speed([{"speedup": "9", "reference_speedup": 2.0, "over": 3}])
+    assert figures is not None
+    assert (figures["speedup"], figures["reference"], figures["over"]) == (None, 2.0, "naive")

@@ -44,6 +44,24 @@ FUSING_ANNOTATIONS = ("fuse_consumer", "fuse_producer")
 READ_ONLY = ("get_loop_nest", "schedule")
 #: A primitive's name: a public method's (recording records no other).
 PRIMITIVE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+#: Every string a call holds: a loop's name, or a root path ("./j0", "C/i0"). XTC 0.3.2's
+#: TVM backend writes loop names unquoted into Python it exec()s in the harness
+#: (TVMScheduler, TVMOpsCompiler._exec_schedule): a name such as `globals()[exec(...)]`
+#: ran the learner's code there (the outside red team's round 2). No call, quote, space
+#: or attribute can be spelled with these.
+_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,63}"
+LOOP_TEXT = re.compile(rf"(\.|{_NAME})(/{_NAME}){{0,16}}")
+
+
+def _texts(value: Any) -> list[str]:
+    """Every string in a call's arguments, dict keys included, at any depth."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in (*_texts(k), *_texts(v))]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _texts(item)]
+    return []
 
 
 @wire.record
@@ -66,6 +84,12 @@ class Call:
             raise ValueError(f"{self.name}'s arguments are not a tuple and a dict")
         if not all(type(key) is str for key in self.kwargs):
             raise ValueError(f"{self.name}'s keyword arguments are not named by strings")
+        for text in _texts((self.args, self.kwargs)):
+            if not LOOP_TEXT.fullmatch(text):
+                raise ValueError(
+                    f"{text[:40]!r} is not a loop's name (letters, digits and _) nor a root "
+                    "such as './j0'"
+                )
 
 
 def recording(scheduler: Any, label: str) -> tuple[Proxy, list[Call]]:

@@ -500,10 +500,15 @@ def _events(record: Path) -> tuple[list[dict[str, Any]], str]:
     for line in lines:
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # 200,000 '[' raised RecursionError
             continue
         fields = EVENTS.get(event.get("event")) if isinstance(event, dict) else None
         if fields is None or not _has(event, fields):
+            continue
+        if event["event"] == "report" and not (
+            all(isinstance(figure, dict) for figure in event["perf"])
+            and isinstance(event.get("output", ""), str)
+        ):  # the figures and output the class's tables read (red team round 2)
             continue
         if event["event"] == "collected":
             if len(event["tests"]) > RECORD_TESTS:  # none of them kept

@@ -13,6 +13,7 @@ Gradescope's: `score` and `max_score` (one point per task), `tests[]` (one per t
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 FORMATS = ("exercism", "gradescope")
@@ -25,12 +26,21 @@ def speed(figures: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     last = figures[-1]
     over_numpy = "speedup_vs_numpy" in last
+
+    def number(key: str) -> float | None:
+        """A figure the tables compute with: a finite number, or None (the record is the
+        sandbox's data: a string there stopped the whole class, red team round 2)."""
+        value = last.get(key)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return value if ok and math.isfinite(value) else None
+
+    over = last.get("over", "naive")
     return {
-        "over": last.get("over", "naive"),  # numpy, your schedule unfused
-        "speedup": last.get("speedup_vs_numpy" if over_numpy else "speedup"),
-        "reference": last.get("reference_vs_numpy" if over_numpy else "reference_speedup"),
-        "bar": last.get("bar"),
-        "percent_of_peak": last.get("percent_of_peak"),
+        "over": over if isinstance(over, str) else "naive",  # numpy, your schedule unfused
+        "speedup": number("speedup_vs_numpy" if over_numpy else "speedup"),
+        "reference": number("reference_vs_numpy" if over_numpy else "reference_speedup"),
+        "bar": number("bar"),
+        "percent_of_peak": number("percent_of_peak"),
         "figures": last,
     }
 
