@@ -50,7 +50,8 @@ def schedule_split(sch: Any) -> None:
 
 
 def schedule_parallel(sch: Any) -> None:
-    """A 128x256x512 matmul: share the outermost loop among the cores, around a fast tile.
+    """A 128x256x512 matmul: a loop shared among the cores, around a fast tile, whose
+    threads start once per call (the lesson's section 5 asks where that loop stands).
 
     Each pass of the loops over i outside those over j and k reads all of B: keep 4 rows
     or more per pass."""
