@@ -471,3 +471,5 @@ def test_a_search_that_reuses_a_dump_file_is_told_the_field_notes_trap():
         assert bool(mistakes) == reused, mistakes
         if reused:
             assert "the same dump_file to several compiles (/s/k)" in mistakes[0]
+            # 2nd teacher's report (issue 57): the fix is named, not the reference's path.
+            assert "{scratch}" not in mistakes[0] and "'XTC's primitives'" in mistakes[0]

@@ -12,9 +12,10 @@ The examples below use other axes and sizes than the tasks need:
     sch.vectorize(["ii"])                    # SIMD on a loop: innermost, not a reduction
     sch.unroll({"ii": 8})                    # copy the body; by the full trip count, no loop left
     sch.parallelize(["j"])                   # share a loop's iterations among the cores
-    sch.split("i", {"i0": 0, "i1": 4})       # segments i[0:4] and i[4:], scheduled apart:
+    sch.split("i", {"i0": 0, "i1": 2})       # segments i[0:2] and i[2:], scheduled apart:
     sch.interchange(["k", "i0", "i1"])       #   the root's order names the segments;
-    sch.interchange(["i", "j"], root="./i1")  #  inside one, its loop keeps the axis's name
+    sch.interchange(["i", "j"], root="./i0")  #  each segment needs an interchange of its
+    sch.interchange(["j", "i"], root="./i1")  #  own, where its loop keeps the axis's name
 
 Read README.md in this folder first, then run: pytest katas/04_scheduling
 """
@@ -49,7 +50,8 @@ def schedule_split(sch: Any) -> None:
 
 
 def schedule_parallel(sch: Any) -> None:
-    """A 128x256x512 matmul: share the outermost loop among the cores, around a fast tile.
+    """A 128x256x512 matmul: a loop shared among the cores, around a fast tile, whose
+    threads start once per call (the lesson's section 5 asks where that loop stands).
 
     Each pass of the loops over i outside those over j and k reads all of B: keep 4 rows
     or more per pass."""

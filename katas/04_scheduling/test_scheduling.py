@@ -95,7 +95,7 @@ def test_schedule_split_keeps_up_and_beats_interchange_where_it_pays(task):
     task.assert_speed()
 
 
-# --- schedule_parallel: the outer loop shared by the cores ---------------------------------
+# --- schedule_parallel: a loop shared by the cores ---------------------------------------
 
 
 @pytest.mark.task("schedule_parallel")
@@ -104,7 +104,7 @@ def test_schedule_parallel_computes_the_matmul(task):
 
 
 @pytest.mark.task("schedule_parallel")
-def test_schedule_parallel_runs_the_outer_loop_in_parallel(task):
+def test_schedule_parallel_starts_the_threads_once_per_call(task):
     task.assert_shape()
 
 

@@ -35,7 +35,8 @@ def split_spec() -> dict:
 
 
 def parallel_spec() -> dict:
-    """A 128x256x512 matmul: the register tile, with the outermost loop shared by the cores.
+    """A 128x256x512 matmul: the register tile, with a loop shared by the cores whose
+    threads start once per call (kata 04's section 5 asks where that loop stands).
 
     Each pass of the loops over i outside those over j and k reads all of B: keep 4 rows
     or more per pass."""

@@ -79,7 +79,7 @@ def test_parallel_spec_computes_the_matmul(task):
 
 
 @pytest.mark.task("parallel_spec")
-def test_parallel_spec_declares_a_parallel_outer_loop(task):
+def test_parallel_spec_starts_the_threads_once_per_call(task):
     task.assert_shape()
 
 

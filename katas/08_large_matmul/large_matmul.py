@@ -11,7 +11,7 @@ or a strategy's `generate(sch, sample)` with a sample you chose (kata 07). A spe
 loops, outermost first, each take annotations: {"unroll": True}, {"vectorize": True},
 {"parallelize": True}, {"pack": (input, memory, pad)} (input 0 is A, 1 is B; memory
 None for the default; pad True to offset each packed row by a cache line; TVM only in
-XTC 0.3.2); "i#64" is a tile of 64 rows, "i[0:960]" a part of a split. The tests run it
+XTC 0.3.2); "i#64" is a tile of 64 rows, "i[0:1000]" a part of a split. The tests run it
 on both backends, with 1 thread, 2, and every core, side by side with numpy on as many
 threads.
 

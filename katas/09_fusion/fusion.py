@@ -24,9 +24,10 @@ from typing import Any
 def schedule_fused(sch: Any) -> None:
     """A register tile of C, with the relu fused into C's nest at a loop outside k.
 
-    The tile is kata 04's (4 rows unrolled by 16 columns vectorized, both inside k); the
-    fused loop is the one, outside k, whose steps finish the part of C that costs the
-    least to fuse (the lesson measures the candidates)."""
+    The tile is kata 04's (rows unrolled by a vectorized tile of columns, both inside k,
+    within the register budget); the fused loop is the one, outside k, whose steps
+    finish the part of C that costs the least to fuse (the lesson measures the
+    candidates)."""
     raise NotImplementedError
 
 

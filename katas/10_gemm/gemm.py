@@ -4,7 +4,7 @@ The problem is a 512x512x512 float32 matmul C = A @ B (loops i, j, k; node "C"):
 and C are 1 MiB each, far more than L1. Six steps, one function each; each step keeps
 the previous one and adds one technique (calling the previous function is fine):
 
-    1. gemm_blocking      C computed one 32x32 block at a time, k walked in steps of 4
+    1. gemm_blocking      C computed one 32x32 block at a time, k walked in short groups
     2. gemm_vectorize     the block's row computed with vector instructions
     3. gemm_permute       a row of the block kept in registers while k's steps run
     4. gemm_pack          the panel of B that a block reads copied to a buffer of its own
@@ -29,7 +29,7 @@ from typing import Any
 
 
 def gemm_blocking(sch: Any) -> None:
-    """Step 1: compute C in 32x32 blocks, k in steps of 4.
+    """Step 1: compute C in 32x32 blocks, k in short groups of steps (TVM's kfactor).
 
     One block of C is finished before the next starts, and inside a block each group of
     k's steps reads slices of A and B that the whole block shares (the lesson's step 1)."""

@@ -324,15 +324,17 @@ def parallel_outer(loop_nest: Any, problem: Problem) -> list[str]:
     root, root_loops = _root(loop_nest)
     if not root.parallelize:
         return [
-            "no loop is parallelized: parallelize([...]) the outermost loop, over "
+            "no loop is parallelized: parallelize([...]) a loop over "
             + " or ".join(repr(a) for a in parallel_axes)
+            + ". Where must it stand for the threads to start once per call? (kata 04's "
+            "section 5)"
         ]
     outer = root_loops[0]
     if outer.name not in root.parallelize:
         return [
             f"the parallel loop is {root.parallelize}, not the outermost loop "
             f"{outer.name!r}: an inner parallel loop forks and joins the threads once per "
-            "iteration of the loops around it. Parallelize the outermost loop"
+            "iteration of the loops around it (kata 04's section 5)"
         ]
     if outer.axis not in parallel_axes:
         return [f"the outermost loop {outer.name!r} walks {outer.axis!r}, a reduction"]
@@ -598,7 +600,11 @@ def parallel_rows(loop_nest: Any, problem: Problem) -> list[str]:
     root, root_loops = _root(loop_nest)
     parallel = [loop for loop in root_loops if loop.name in root.parallelize]
     if not parallel:
-        return ["no loop is parallelized: parallelize the outermost loop over the output"]
+        return [
+            "no loop is parallelized: which loops walk independent parts of the output, "
+            "and where must the parallel one stand for the threads to start once per call "
+            "(kata 04's section 5)?"
+        ]
     first = root_loops.index(parallel[0])
     either = ", ".join(repr(a) for a in parallel_axes)
     mistakes = [

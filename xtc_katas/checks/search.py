@@ -193,8 +193,8 @@ def laziness_mistakes(run: SearchRun, valid: int = 1) -> list[str]:
             f"it gave the same dump_file to several compiles ({', '.join(reused)}): in one "
             "process that makes an earlier module run a later kernel, and two searches "
             "sharing it crash or leave the output untouched (docs/xtc-0.3.2-field-"
-            "notes.md). Give each compile a new one, e.g. "
-            'f"{scratch}/c{index}" in a tempfile.TemporaryDirectory()'
+            "notes.md). Give each compile a name of its own (the lesson's 'XTC's "
+            "primitives' says where such files can live)"
         )
     return mistakes
 
