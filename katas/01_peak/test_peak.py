@@ -197,8 +197,8 @@ def test_measure_peak_returns_the_best_reading_of_xtcs_benchmark(learner_module)
     check(
         got == max(taken),
         f"01_peak › measure_peak() returned {got:.3g} after XTC's benchmark read "
-        f"{[f'{t:.3g}' for t in taken]}: which reading did noise disturb least? (noise "
-        "only ever lowers a reading)",
+        f"{[f'{t:.3g}' for t in taken]}: which reading did noise disturb least? (the "
+        "lesson's 'Noise: several readings, compared side by side')",
     )
 
 
