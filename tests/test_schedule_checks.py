@@ -221,7 +221,10 @@ def test_a_vectorized_block_loop_is_told_once_in_the_harness_words(sch):
     assert "isn't vectorized" in str(info.value.__cause__), "XTC's words, in the report"
 
 
-@pytest.mark.parametrize("text", ["globals()[exec('1')]", "np.x", "j 1", "j'", "", "a" * 65])
+HOSTILE = ["globals()[exec('1')]", "np.x", "j 1", "j'", "", "a" * 65, "i[x]", "i[0](1)"]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
 def test_a_recorded_call_holds_only_loop_names_and_roots(text):
     """XTC 0.3.2's TVM backend writes loop names unquoted into Python it runs in the
     harness: the outside red team's round 2 ran its code there through a loop name. A call
@@ -230,6 +233,7 @@ def test_a_recorded_call_holds_only_loop_names_and_roots(text):
 
     Call("interchange", (["i", "j0", "k", "j1"],), {"root": "./j0"})
     Call("strip_mine", ("j", {"j1": 16}), {"root": "C/i0"})
+    Call("split", ("i", {"i[0]": 0, "i[1]": 1008}), {"root": "./j[1]"})  # descript's names
     for args in ((text, {"j1": 16}), ("j", {text: 16}), ([["i", text]],)):
         with pytest.raises(ValueError, match="not a loop's name"):
             Call("strip_mine", args, {})
