@@ -46,9 +46,9 @@ def make_strategy(graph: Any) -> Any:
     lanes = cpu_info()["vsize"]["float32"]
     registers = 16 if lanes == 8 else 32  # ymm0-15 (AVX2), zmm0-31 (AVX-512), v0-v31 (NEON)
     l1, l2 = core_caches()
-    # Two levels of tiling with the inner tile vectorized, and samples filtered by what
-    # fits in this machine's vector registers and caches (XTC's defaults are 32
-    # registers, 32 KiB and 1 MiB, whatever the machine): few wasted samples in 30.
+    # Two levels of tiling with the inner tile vectorized, and samples filtered by this
+    # machine's vector registers (accumulators only: the lesson's filter paragraph) and
+    # caches (XTC's defaults are 32 registers, 32 KiB and 1 MiB): few wasted samples in 30.
     return Strategy_PPRPRPvr(
         graph, vec_size=lanes, max_unroll=64, vreg_num=registers, l1_size=l1, l2_size=l2
     )

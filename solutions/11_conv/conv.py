@@ -84,7 +84,8 @@ def conv_strategy(graph: Any) -> Any:
     registers = 16 if vectors == 8 else 32  # ymm0-15 (AVX2), zmm0-31 (AVX-512), v0-v31 (NEON)
     l1, l2 = core_caches()
     # The filters' defaults are 32 registers, 32 KiB and 1 MiB, whatever the machine: with
-    # AVX2's 16 registers they would keep tiles that spill (kata 07). On the lessons' CPUs
+    # AVX2's 16 they would keep even tiles whose accumulators alone spill (the filter
+    # counts only accumulators: kata 07). On the lessons' CPUs
     # (docs/cpus.md) sample(1, 0) is the same as with the defaults.
     return Strategy_PPRPRPvr(
         graph,
