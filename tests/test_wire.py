@@ -331,11 +331,11 @@ def test_the_learners_worker_is_not_a_fork_of_the_harness():
 #: Run with `python -m` from a copy's root: a learner's worker started from elsewhere (a
 #: test's folder, as the plugin's tests start it), printing the file of the stub it loaded.
 WHERE_THE_WORKER_LOADS = """
-import os, tempfile
+import os, sys
 from xtc_katas.checks.learner import Learner
 from xtc_katas.kata.manifest import find
 
-os.chdir(tempfile.mkdtemp())
+os.chdir(sys.argv[1])  # a folder outside the copy
 with Learner(find(1), solution=False) as learner:
     print("loaded:", learner.run(getattr, "__file__"))
 """
@@ -348,7 +348,9 @@ def test_a_copys_learner_worker_loads_the_copys_stub(tmp_path):
     (its editable finder), which the forkserver found from a folder outside the copy."""
     repo = copy_repository(tmp_path)
     (repo / "where_the_worker_loads.py").write_text(WHERE_THE_WORKER_LOADS)
-    code, out = run_python(repo, "-m", "where_the_worker_loads", timeout=120)
+    elsewhere = tmp_path / "elsewhere"  # in the test's folder: ./run.sh test finds no leftover
+    elsewhere.mkdir()
+    code, out = run_python(repo, "-m", "where_the_worker_loads", str(elsewhere), timeout=120)
     assert code == 0, out
     assert f"loaded: {find(1).stub_path(repo)}" in out.splitlines(), out
 
