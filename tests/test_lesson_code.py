@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
@@ -99,8 +100,9 @@ def test_a_partial_block_parses(block):
     ast.parse(block.code, f"{block}")
 
 
-@pytest.mark.parametrize("block", SCHEDULED, ids=str)
-def test_a_block_on_a_scheduler_compiles_computes_and_prints_its_nest(block, backend, tmp_path):
+def scheduled(block: Block, backend: KataBackend) -> tuple[Any, Any]:
+    """A scheduled block on a fresh scheduler of its problem: its spec through descript,
+    or its calls on `sch`. (impl, scheduler)."""
     from xtc.schedules.descript import descript_scheduler
 
     kind, problem = block.given
@@ -112,6 +114,13 @@ def test_a_block_on_a_scheduler_compiles_computes_and_prints_its_nest(block, bac
         )
     else:
         exec(compile(block.code, str(block), "exec"), {"sch": sch, "graph": problem.graph()})
+    return impl, sch
+
+
+@pytest.mark.parametrize("block", SCHEDULED, ids=str)
+def test_a_block_on_a_scheduler_compiles_computes_and_prints_its_nest(block, backend, tmp_path):
+    problem = block.given[1]
+    impl, sch = scheduled(block, backend)
     if block.nest is not None:
         printed = sch.get_loop_nest().root_node.pretty_print()
         assert printed.strip() == block.nest.strip(), printed
@@ -154,17 +163,8 @@ def test_a_nest_a_lesson_calls_a_register_tile_names_the_check():
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("block", [b for b in SCHEDULED if shapes_named(b)], ids=str)
 def test_a_nest_passes_the_shape_check_its_lesson_names(block, isa, monkeypatch):
-    from xtc.schedules.descript import descript_scheduler
-
-    kind, problem = block.given
-    _, sch = fresh_scheduler(KataBackend("mlir"), problem)
-    if kind == "spec":
-        spec = ast.literal_eval(block.code)
-        descript_scheduler(
-            scheduler=sch, node_name=problem.scheduled_node, abstract_dims=problem.dims, spec=spec
-        )
-    else:
-        exec(compile(block.code, str(block), "exec"), {"sch": sch, "graph": problem.graph()})
+    problem = block.given[1]
+    _, sch = scheduled(block, KataBackend("mlir"))
     monkeypatch.setattr(loop_nests, "machine", lambda: ISAS[isa])
     mistakes = loop_nests.shape_mistakes(
         tuple(shapes_named(block)), sch.get_loop_nest(), problem, "mlir"
