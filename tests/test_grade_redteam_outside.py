@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from xtc_katas.grade import submissions
+from xtc_katas.grade import planted, submissions
 from xtc_katas.grade.grade_command import grade_class
 from xtc_katas.kata.manifest import find
 
@@ -85,9 +85,7 @@ def test_a_naive_kernel_swapped_for_the_reference_in_tmp_is_not_graded_passed(
     tmp_path: Path,
 ) -> None:
     sub = tmp_path / "subs" / "swap"
-    path = sub / "katas" / LARGE.id / f"{LARGE.module}.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(SWAP_REFERENCE_IN.lstrip())
+    planted.write(sub, {LARGE.id: SWAP_REFERENCE_IN.lstrip()})
     out = tmp_path / "out"
     outcome = grade_class([submissions.Entry(str(sub))], out, [LARGE], backend="mlir", timeout=900)
     assert not outcome.grader_errors, outcome
@@ -189,13 +187,10 @@ def test_a_library_planted_in_tmp_runs_nothing_in_the_harness_and_ferries_no_ref
     from xtc_katas import ROOT
 
     sub = tmp_path / "subs" / "ferry"
-    for kata, source in (
-        (COMPILING, FERRY + COMPILING.solution_path(ROOT).read_text()),
-        (SCHEDULING, NOTHING_BUT_THE_FERRIED_REFERENCE),
-    ):
-        path = sub / "katas" / kata.id / f"{kata.module}.py"
-        path.parent.mkdir(parents=True)
-        path.write_text(source.lstrip())
+    planted.write(sub, {
+        COMPILING.id: (FERRY + COMPILING.solution_path(ROOT).read_text()).lstrip(),
+        SCHEDULING.id: NOTHING_BUT_THE_FERRIED_REFERENCE.lstrip(),
+    })  # fmt: skip
     out = tmp_path / "out"
     outcome = grade_class(
         [submissions.Entry(str(sub))], out, [COMPILING, SCHEDULING], backend="mlir", timeout=900
@@ -239,10 +234,7 @@ def test_records_planted_for_the_next_katas_do_not_bloat_the_grader(tmp_path: Pa
     sources = [(COMPILING, ferry + COMPILING.solution_path(ROOT).read_text())]
     for kata in (SCHEDULING, DESCRIPT, EXPLORE):  # the stub, touched: graded
         sources.append((kata, "# mine\n" + kata.stub_path(ROOT).read_text()))
-    for kata, source in sources:
-        path = sub / "katas" / kata.id / f"{kata.module}.py"
-        path.parent.mkdir(parents=True)
-        path.write_text(source.lstrip())
+    planted.write(sub, {kata.id: source.lstrip() for kata, source in sources})
     out = tmp_path / "out"
     outcome = grade_class(
         [submissions.Entry(str(sub))], out, [k for k, _ in sources], backend="mlir", timeout=900
@@ -294,10 +286,7 @@ def test_a_record_written_before_its_kata_runs_is_not_its_verdict(tmp_path: Path
         (COMPILING, ferry + COMPILING.solution_path(ROOT).read_text()),
         (SCHEDULING, "# mine\n" + SCHEDULING.stub_path(ROOT).read_text()),
     ]
-    for kata, source in sources:
-        path = sub / "katas" / kata.id / f"{kata.module}.py"
-        path.parent.mkdir(parents=True)
-        path.write_text(source.lstrip())
+    planted.write(sub, {kata.id: source.lstrip() for kata, source in sources})
     out = tmp_path / "out"
     outcome = grade_class(
         [submissions.Entry(str(sub))], out, [k for k, _ in sources], backend="mlir", timeout=900

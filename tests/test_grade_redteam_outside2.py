@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xtc_katas.grade import submissions
+from xtc_katas.grade import planted, submissions
 from xtc_katas.grade.grade_command import grade_class
 from xtc_katas.kata.manifest import find
 
@@ -87,9 +87,7 @@ raise RuntimeError("".join(
 
 def _graded_tvm(tmp_path: Path, name: str, payload: str) -> dict:
     sub = tmp_path / "subs" / name
-    path = sub / "katas" / SCHEDULING.id / f"{SCHEDULING.module}.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(PAYLOAD_LOOP.format(payload=payload))
+    planted.write(sub, {SCHEDULING.id: PAYLOAD_LOOP.format(payload=payload)})
     out = tmp_path / "out"
     outcome = grade_class([submissions.Entry(str(sub))], out, [SCHEDULING], backend="tvm")
     assert not outcome.grader_errors, outcome
@@ -157,9 +155,7 @@ def test_a_figure_that_is_not_a_dict_does_not_stop_the_class(tmp_path: Path) -> 
         ("boom", PAYLOAD_LOOP.format(payload=BAD_FIGURE)),
         ("honest", SCHEDULING.solution_path(ROOT).read_text()),
     ):
-        path = subs / name / "katas" / SCHEDULING.id / f"{SCHEDULING.module}.py"
-        path.parent.mkdir(parents=True)
-        path.write_text(source)
+        planted.write(subs / name, {SCHEDULING.id: source})
     out = tmp_path / "out"
     entries = [submissions.Entry(str(subs / name)) for name in ("boom", "honest")]
     grade_class(entries, out, [SCHEDULING], backend="tvm")  # raised AttributeError
@@ -225,12 +221,10 @@ def test_a_loop_name_cannot_change_the_suite_that_grades_the_later_katas(
     from xtc_katas import ROOT
 
     sub = tmp_path / "subs" / "later"
-    path = sub / "katas" / SCHEDULING.id / f"{SCHEDULING.module}.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(PAYLOAD_LOOP.format(payload=FORGE_LATER_KATAS))
-    stub = sub / "katas" / DESCRIPT.id / f"{DESCRIPT.module}.py"
-    stub.parent.mkdir(parents=True)
-    stub.write_text((ROOT / "katas" / DESCRIPT.id / stub.name).read_text() + "\n# nothing\n")
+    planted.write(sub, {
+        SCHEDULING.id: PAYLOAD_LOOP.format(payload=FORGE_LATER_KATAS),
+        DESCRIPT.id: DESCRIPT.stub_path(ROOT).read_text() + "\n# nothing\n",
+    })  # fmt: skip
     out = tmp_path / "out"
     outcome = grade_class([submissions.Entry(str(sub))], out, [SCHEDULING, DESCRIPT])
     assert not outcome.grader_errors, outcome

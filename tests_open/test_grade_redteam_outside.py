@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from xtc_katas.grade import submissions
+from xtc_katas.grade import planted, submissions
 from xtc_katas.grade.grade_command import grade_class
 from xtc_katas.kata.manifest import find
 
@@ -84,9 +84,7 @@ def test_a_search_that_measures_nothing_cannot_forge_the_record_of_its_run(
     solution = EXPLORE.solution_path(ROOT).read_text()
     source = solution[: solution.index("def explore(")] + FORGED_SEARCH
     sub = tmp_path / "subs" / "forge"
-    path = sub / "katas" / EXPLORE.id / f"{EXPLORE.module}.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(source)
+    planted.write(sub, {EXPLORE.id: source})
     out = tmp_path / "out"
     outcome = grade_class(
         [submissions.Entry(str(sub))], out, [EXPLORE], backend="mlir", timeout=900

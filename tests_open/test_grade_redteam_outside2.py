@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from xtc_katas.grade import submissions
+from xtc_katas.grade import planted, submissions
 from xtc_katas.grade.grade_command import grade_class
 from xtc_katas.kata.manifest import find
 
@@ -75,9 +75,7 @@ def test_a_baseline_that_compiles_nothing_is_not_judged_by_outputs_it_computed_i
     start, end = solution.index("def compile_baseline("), solution.index("def percent_of_peak_of(")
     source = solution[:start] + NUMPY_BASELINE + solution[end:]
     sub = tmp_path / "subs" / "numpy"
-    path = sub / "katas" / COMPILE.id / f"{COMPILE.module}.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(source)
+    planted.write(sub, {COMPILE.id: source})
     out = tmp_path / "out"
     outcome = grade_class([submissions.Entry(str(sub))], out, [COMPILE], backend="mlir")
     assert not outcome.grader_errors, outcome
