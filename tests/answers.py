@@ -13,7 +13,7 @@ Each answer is a function body planted at the top of its function in a copy of t
 repository (repo_copy.py), as a learner would write it. A *round* takes one answer per
 function, from every kata, and plants them in one copy: tests/test_right_answers.py runs
 each round's numerics and shape tests on both backends, and `python -m
-xtc_katas.tools.flakecheck --answers` races each round's answers, reporting each one's
+tools.flakecheck --answers` races each round's answers, reporting each one's
 margin over its bar beside the reference's in the same runs. A speed test that runs the
 learner's own search (katas 06, 07) needs that search written: the round plants a right
 one (HELPERS) without judging it.
@@ -31,8 +31,9 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.copy_runs import run_python
+from xtc_katas.grade.repo_copy import copy_repository, learner_env
 from xtc_katas.kata.manifest import find
-from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 
 @dataclass(frozen=True)

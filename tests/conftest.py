@@ -6,25 +6,31 @@ TVM writes ./tmpXXXX/ in the working directory at every schedule it applies
 root, those appear and vanish while another worker copies the repository: CI's stop 28
 failed on a copytree that listed such a directory and found it gone.
 
-A repository copy (xtc_katas/tools/repo_copy.py) runs pytest or xtc-katas in a fresh
-process: seconds to a minute each. Those tests carry the `slow` marker, and so do the
-few others that take 9 s or more alone (60 TVM compiles of test_schedule_checks' property
-test, XTC's probes in test_machine, a gaming search in test_optimizer_race), so that
-`pytest tests -m "not slow"` leaves them out: -n 2, 703 tests in under a minute (53 s) on a
-2-vCPU AMD EPYC family 23 model 1 (Zen 1). This guard fails an unmarked test at its first
-copy, naming the marker to add.
+A repository copy (xtc_katas/grade/repo_copy.py) runs pytest or xtc-katas in a fresh
+process (tools/copy_runs.py): seconds to a minute each. Those tests carry the `slow`
+marker, and so do the few others that take 9 s or more alone (60 TVM compiles of
+test_schedule_checks' property test, XTC's probes in test_machine, a gaming search in
+test_optimizer_race), so that `pytest tests -m "not slow"` leaves them out: -n 2, 703 tests
+in under a minute (53 s) on a 2-vCPU AMD EPYC family 23 model 1 (Zen 1). This guard fails
+an unmarked test at its first copy, naming the marker to add.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import types
 
 import pytest
 
-from xtc_katas.notebook import browser
-from xtc_katas.tools import repo_copy
+from xtc_katas import ROOT
+from xtc_katas.grade import repo_copy
+
+# The maintainers' tools (tools/: not installed, so not on sys.path; `python -m tools.X`
+# finds them from the repository's root) that the tests import, as `tools`.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 
 @pytest.fixture(autouse=True)
@@ -73,6 +79,8 @@ def _repository_copies_are_marked_slow() -> None:
 def chromium() -> str:
     """Debian's chromium, for the tests that draw a page: skipped where it is missing,
     except in CI, which must run them (./run.sh test installs it)."""
+    from tools import browser
+
     path = browser.chromium_path()
     if path is None:
         if os.environ.get("CI") == "true":

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
+from tools.copy_runs import run_python
+from xtc_katas.grade.repo_copy import copy_repository, learner_env
 from xtc_katas.kata.manifest import find, katas
-from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 #: Every test here runs the CLI or pytest in a copy of the repository.
 pytestmark = pytest.mark.slow

@@ -32,12 +32,13 @@ from typing import Any, NoReturn
 import psutil
 import pytest
 
+from tools import planted
 from xtc_katas import ROOT
-from xtc_katas.grade import cluster, cluster_certs, planted, sandbox, submissions
+from xtc_katas.grade import cluster, cluster_certs, sandbox, submissions
 from xtc_katas.grade.grade_command import grade_class, job_key
 from xtc_katas.grade.grading_job import GradeConfig
+from xtc_katas.grade.repo_copy import IGNORED, learner_env
 from xtc_katas.kata.manifest import find
-from xtc_katas.tools.repo_copy import IGNORED, learner_env
 
 PEAK, GRAPH = find(1), find(2)
 HEAD, NODE_B = "10.231.0.1", "10.231.0.2"

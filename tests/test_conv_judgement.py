@@ -20,10 +20,10 @@ import importlib.util
 import numpy as np
 import pytest
 
+from tools.flakecheck import load_answers
 from xtc_katas import ROOT
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import Conv2D, make_inputs
-from xtc_katas.tools.flakecheck import load_answers
 
 KATA = 11
 

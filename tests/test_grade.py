@@ -5,7 +5,7 @@ hung kata; an unfair cluster refused; speed figures in the results (perf); class
 chromium.
 
 The planted submissions are kata 01 and 02 (kata 04 on MLIR for the speed figures), made
-from the reference solutions and the stubs (grade/planted.py).
+from the reference solutions and the stubs (tools/planted.py).
 """
 
 from __future__ import annotations
@@ -24,16 +24,9 @@ import dask
 import distributed  # noqa: F401 - its config's defaults, before dask.config.set
 import pytest
 
+from tools import page_view, planted
 from xtc_katas import ROOT
-from xtc_katas.grade import (
-    class_report,
-    cluster,
-    grading_job,
-    page_view,
-    planted,
-    sandbox,
-    submissions,
-)
+from xtc_katas.grade import class_report, cluster, grading_job, sandbox, submissions
 from xtc_katas.grade.grade_command import Unconfinable, grade_class, needs_grading, parse_katas
 from xtc_katas.kata.manifest import Kata, find
 

@@ -29,8 +29,9 @@ from typing import Any
 
 import pytest
 
+from tools import planted
 from xtc_katas import ROOT
-from xtc_katas.grade import planted, submissions
+from xtc_katas.grade import submissions
 from xtc_katas.grade.grade_command import grade_class
 from xtc_katas.kata.manifest import find
 

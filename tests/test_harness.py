@@ -119,7 +119,7 @@ def test_a_kata_failure_says_its_message_and_keeps_the_original_error_apart():
 
 
 def test_flakecheck_requires_every_margin_over_the_bar_of_its_run():
-    from xtc_katas.tools.flakecheck import MARGIN, summarize
+    from tools.flakecheck import MARGIN, summarize
 
     def run(speedup: float, bar: float, failed: bool = False) -> dict:
         return {"failed": failed, "speedup": speedup, "reference_speedup": 112, "bar": bar}
@@ -139,8 +139,8 @@ def test_flakecheck_takes_each_tests_margin_over_all_its_runs(monkeypatch, capsy
     import itertools
     from xml.sax.saxutils import quoteattr
 
+    from tools import flakecheck
     from xtc_katas.checks import speed_judge
-    from xtc_katas.tools import flakecheck
 
     speedups = itertools.count(100)
 

@@ -8,13 +8,14 @@ import time
 import numpy as np
 import pytest
 
+from tools.copy_runs import edit_stub, run_pytest
 from xtc_katas.checks.schedule import fresh_scheduler
+from xtc_katas.grade.repo_copy import copy_repository
 from xtc_katas.kata import loader, progress
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import LARGE, TUTORIAL, Matmul
 from xtc_katas.measure import isolation, numerics
 from xtc_katas.measure.backends import KataBackend
-from xtc_katas.tools.repo_copy import copy_repository, edit_stub, run_pytest
 
 
 class CrashingModule:

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from tools.copy_runs import run_python
 from xtc_katas.checks import speed_rule
 from xtc_katas.checks.learner import Learner
+from xtc_katas.grade.repo_copy import copy_repository, learner_env
 from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.manifest import find
 from xtc_katas.measure.isolation import KernelCrashed, NotPlainData
-from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 FUSED = """
 def schedule_fused(sch):

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-from xtc_katas.tools.flakecheck import load_answers
-from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
+from tools.copy_runs import run_python
+from tools.flakecheck import load_answers
+from xtc_katas.grade.repo_copy import copy_repository, learner_env
 
 pytestmark = pytest.mark.slow
 

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
+from tools import lesson_blocks
 from xtc_katas import ROOT
 from xtc_katas.checks import loop_nests
 from xtc_katas.checks.schedule import fresh_scheduler
@@ -35,7 +36,6 @@ from xtc_katas.measure import numerics
 from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.machine_description import NEON, X86
 from xtc_katas.measure.workdir import Workdir
-from xtc_katas.tools import lesson_blocks
 
 LESSONS = [ROOT / "README.md", *sorted(ROOT.glob("katas/*/README.md"))]
 GIVEN = ("sch", "spec")
@@ -176,7 +176,7 @@ def test_each_kind_of_block_is_found():
     assert SCHEDULED and PLAIN and PARTIAL, (SCHEDULED, PLAIN, PARTIAL)
 
 
-# --- blocks generated from the code (xtc_katas/tools/lesson_blocks.py) -------------------
+# --- blocks generated from the code (tools/lesson_blocks.py) -------------------
 
 
 def test_every_generated_block_is_what_the_code_generates_now():
@@ -184,7 +184,7 @@ def test_every_generated_block_is_what_the_code_generates_now():
     # named with its file and line.
     stale = [where for path in lesson_blocks.texts() for where in lesson_blocks.stale(path)[1]]
     assert not stale, (
-        "stale generated blocks (`python -m xtc_katas.tools.lesson_blocks` rewrites them):\n"
+        "stale generated blocks (`python -m tools.lesson_blocks` rewrites them):\n"
         + "\n".join(stale)
     )
 

@@ -8,14 +8,15 @@ would read.
 
 import pytest
 
+from tools.copy_runs import edit_stub, run_pytest
 from xtc_katas.checks import search as search_checks
 from xtc_katas.checks.schedule import schedule_spec
 from xtc_katas.checks.task_under_test import TaskUnderTest
+from xtc_katas.grade.repo_copy import copy_repository
 from xtc_katas.kata.failures import KataFailure
 from xtc_katas.kata.manifest import find
 from xtc_katas.kata.problems import SPLIT, TUTORIAL
 from xtc_katas.measure.backends import KataBackend
-from xtc_katas.tools.repo_copy import copy_repository, edit_stub, run_pytest
 
 KATA_04 = find(4)
 

@@ -174,7 +174,7 @@ def test_xtcs_host_runtime_is_compiled_once_per_machine(tmp_path):
     import subprocess
     import sys
 
-    from xtc_katas.tools.repo_copy import learner_env
+    from xtc_katas.grade.repo_copy import learner_env
 
     env = learner_env(XTC_KATAS_CACHE_DIR=str(tmp_path / "cache"))
     for run in ("miss", "hit"):

@@ -12,8 +12,9 @@ import textwrap
 
 import pytest
 
+from tools.copy_runs import run_pytest, run_python
+from xtc_katas.grade.repo_copy import copy_repository
 from xtc_katas.kata.manifest import katas
-from xtc_katas.tools.repo_copy import copy_repository, run_pytest, run_python
 
 pytestmark = pytest.mark.slow  # every test reads the module's repository copy
 

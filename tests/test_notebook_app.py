@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from tools import browser
+from tools.copy_runs import run_python
 from xtc_katas import ROOT
+from xtc_katas.grade.repo_copy import copy_repository, learner_env
 from xtc_katas.kata.manifest import find
-from xtc_katas.notebook import browser
 from xtc_katas.notebook.runner import JUNIT
 from xtc_katas.notebook.server import answers
-from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 KATA = find(4)
 APP = "xtc_katas/notebook/app.py"

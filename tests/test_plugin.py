@@ -5,9 +5,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from tools.copy_runs import edit_stub, run_pytest, run_python
+from tools.flakecheck import load_answers
+from xtc_katas.grade.repo_copy import copy_repository
 from xtc_katas.kata.manifest import find
-from xtc_katas.tools.flakecheck import load_answers
-from xtc_katas.tools.repo_copy import copy_repository, edit_stub, run_pytest, run_python
 
 #: Every test here runs the CLI or pytest in a copy of the repository.
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from xtc_katas import ROOT
-from xtc_katas.tools.repo_copy import IGNORED
+from xtc_katas.grade.repo_copy import IGNORED
 
 
 def test_a_harness_test_compiles_outside_the_repository():

@@ -4,7 +4,7 @@ The catalogue (tests/answers.py) holds at least two right answers for every spee
 one repository copy per round plants one answer per function, for every kata at once, and
 one pytest run judges them all, on both backends, without the races (-m "not perf"):
 every selected test must pass. Their speed is this machine's to say in a race, run by
-`python -m xtc_katas.tools.flakecheck --answers`, which reports each answer's margin
+`python -m tools.flakecheck --answers`, which reports each answer's margin
 over its bar beside the reference's.
 """
 
@@ -14,9 +14,10 @@ import re
 
 import pytest
 
+from tools.copy_runs import run_pytest
+from tools.flakecheck import load_answers
+from xtc_katas.grade.repo_copy import copy_repository
 from xtc_katas.kata.manifest import katas
-from xtc_katas.tools.flakecheck import load_answers
-from xtc_katas.tools.repo_copy import copy_repository, run_pytest
 
 answers = load_answers()
 ROUNDS = answers.rounds()

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tools.flakecheck import MARGIN
 from xtc_katas.checks.speed_rule import (
     ABOVE_PREVIOUS,
     HEADROOM,
@@ -25,7 +26,6 @@ from xtc_katas.checks.speed_rule import (
     step_pays,
 )
 from xtc_katas.kata.manifest import find
-from xtc_katas.tools.flakecheck import MARGIN
 
 
 @dataclass(frozen=True)

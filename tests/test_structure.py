@@ -2,14 +2,17 @@
 
 Packages by floor, highest first, each importing only the floors below it:
 
-    cli       the learner's commands (grade's sits beside them)
-    notebook  the learner's loop in a marimo app (started by cli)
-    plugin    pytest's side          tools: maintainers' (neither imports the other)
+    cli       the learner's commands and the instructor's `grade`
+    notebook  the learner's loop in a marimo app     grade: a class graded on Dask
+              (neither imports the other)
+    plugin    pytest's side
     checks    judge a learner's code (shape, search, the one speed rule and its races)
     measure   build, run and time a kernel
     kata      what a kata is and where the learner stands (manifest, problems, progress)
 
-The floors and "no circle" are import-linter's contracts in pyproject.toml; what it
+The maintainers' tools/ sit outside the package, which never imports them (the wheel
+does not ship them). The floors, that rule and "no circle" are import-linter's contracts
+in pyproject.toml; what it
 cannot say is checked here: how deep the imports go, and that no two modules share a
 name. Every `import` counts, function-level ones included; those under
 `if TYPE_CHECKING:` do not, as Python never runs them.

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tools import planted
 from xtc_katas import ROOT
-from xtc_katas.grade import class_report, grading_job, memory_cap, planted, submissions
+from xtc_katas.grade import class_report, grading_job, memory_cap, submissions
 from xtc_katas.grade.submissions import Entry, read, unique_ids
 from xtc_katas.grade.untrusted_files import Refused, read_beneath
 from xtc_katas.kata.manifest import find

@@ -21,13 +21,14 @@ import xtc.graphs.xtc.op  # noqa: F401  (a graph's first decoding imports it: no
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tools.copy_runs import run_python
 from xtc_katas.checks.confine import CONFINE_ENV
 from xtc_katas.checks.learner import Learner, reference_learner
+from xtc_katas.grade.repo_copy import copy_repository, learner_env
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import find
 from xtc_katas.measure import isolation, wire
 from xtc_katas.measure.isolation import NotPlainData, Worker
-from xtc_katas.tools.repo_copy import copy_repository, learner_env, run_python
 
 
 def _attacks():

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from xtc_katas.grade import planted, submissions
+from tools import planted
+from xtc_katas.grade import submissions
 from xtc_katas.grade.grade_command import grade_class
 from xtc_katas.kata.manifest import find
 

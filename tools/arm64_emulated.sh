@@ -2,12 +2,12 @@
 # The suite as a learner on Linux aarch64 (Graviton, Ampere, a Raspberry Pi 5) runs it, on an
 # x86-64 Linux machine, under QEMU's user-mode emulation. As root (chroot, mounts), Debian.
 #
-#   xtc_katas/tools/arm64_emulated.sh build        build the arm64 Debian root once (cached)
-#   xtc_katas/tools/arm64_emulated.sh suite [PATH...]  ./run.sh setup inside, then every
+#   tools/arm64_emulated.sh build        build the arm64 Debian root once (cached)
+#   tools/arm64_emulated.sh suite [PATH...]  ./run.sh setup inside, then every
 #                                                  test that times nothing (run_suite below)
-#   xtc_katas/tools/arm64_emulated.sh run CMD...   ./run.sh setup inside, then CMD (bash -c)
+#   tools/arm64_emulated.sh run CMD...   ./run.sh setup inside, then CMD (bash -c)
 #                                                  in the checkout, e.g.
-#       xtc_katas/tools/arm64_emulated.sh run .venv/bin/pytest katas/02_graph --solutions -m "'not perf'"
+#       tools/arm64_emulated.sh run .venv/bin/pytest katas/02_graph --solutions -m "'not perf'"
 #
 # The checkout is bind-mounted at /xtc-katas in the root; its .venv there is the root's own
 # (an arm64 venv kept in the cache, mounted over the checkout's x86 one), so `./run.sh setup`

@@ -1,12 +1,12 @@
 """Grades per hour on this machine, and what Dask costs over grading in a plain loop.
 
-    .venv/bin/python -m xtc_katas.grade.bench --submissions 5 --katas 1-4 --backend mlir
+    .venv/bin/python -m tools.bench --submissions 5 --katas 1-4 --backend mlir
 
 With --confinement: what bubblewrap's confinement costs (grade/sandbox.py), the class
 graded confined and unconfined in turn, in a plain loop: the wall times, and each speed
 test's speedup against its spread between rounds of one way.
 
-Plants a class (grade/planted.py: every other submission solved, the others half done),
+Plants a class (tools/planted.py: every other submission solved, the others half done),
 grades one submission untimed (the references' compiled kernels go to the module cache,
 as on any node after its first grade), then grades the class in rounds, both ways in
 each, in turn first: in a plain loop in this process (grading_job.grade, one after
@@ -17,7 +17,7 @@ Dask's own cost is its wall time beyond the time the gradings took, each measure
 its job, over the latter: the machine's noise moves both alike. The best wall time of
 each way is the direct comparison (noisier: the same gradings differ by the machine's
 noise from one run to the next). --out keeps the Dask run's outputs
-(results.json, class.html: the docs' screenshot, grade/page_view.py).
+(results.json, class.html: the docs' screenshot, tools/page_view.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from xtc_katas.grade import class_report, cluster, grading_job, planted, submissions
+from tools import planted
+from xtc_katas.grade import class_report, cluster, grading_job, submissions
 from xtc_katas.grade.grade_command import grader_error, parse_katas, write_results
 from xtc_katas.grade.grading_job import GradeConfig
 from xtc_katas.grade.result_formats import speed
@@ -143,7 +144,7 @@ def compare_confinement(subs: list[Any], config: grading_job.GradeConfig, rounds
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m xtc_katas.grade.bench", description=__doc__.splitlines()[0]
+        prog="python -m tools.bench", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--submissions", type=int, default=5)
     parser.add_argument("--katas", default="1-4")

@@ -1,4 +1,4 @@
-"""Measure the speed rule's figures on this machine: `python -m xtc_katas.tools.calibration`.
+"""Measure the speed rule's figures on this machine: `python -m tools.calibration`.
 
 Every task with a cap in the manifest is raced as its test races it (speed_judge.py,
 speed_rule.py), N times, with the reference solution in the learner's seat: naive, the
@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from tools.flakecheck import span
 from xtc_katas.checks import speed_judge
 from xtc_katas.checks.speed_rule import ABOVE_PREVIOUS, Speedups, bar
 from xtc_katas.checks.task_under_test import TaskUnderTest, reference_learner
@@ -28,7 +29,6 @@ from xtc_katas.kata.manifest import Kata, Task, find, katas
 from xtc_katas.measure import machine
 from xtc_katas.measure.backends import BACKENDS, KataBackend
 from xtc_katas.measure.workdir import Workdir
-from xtc_katas.tools.flakecheck import span
 
 LARGE_THREADS = (1, 2)
 
@@ -106,9 +106,7 @@ def unpaid_steps(results: Results) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m xtc_katas.tools.calibration", description=__doc__
-    )
+    parser = argparse.ArgumentParser(prog="python -m tools.calibration", description=__doc__)
     parser.add_argument("runs", type=int, nargs="?", default=10)
     parser.add_argument("--task", action="append", help="only these tasks")
     args = parser.parse_args(argv)

@@ -1,8 +1,8 @@
 """Run the solutions' performance tests N times and report each bar's margin: the smallest
 speedup / bar over the runs. A bar that fails once in twenty runs is a bug.
 
-    python -m xtc_katas.tools.flakecheck --runs 10 [--hog] [--isa ISA] [katas/04_scheduling]
-    python -m xtc_katas.tools.flakecheck --answers --runs 3 --hog [--pytest-args="..."]
+    python -m tools.flakecheck --runs 10 [--hog] [--isa ISA] [katas/04_scheduling]
+    python -m tools.flakecheck --answers --runs 3 --hog [--pytest-args="..."]
 
 Each run is a plain `pytest --solutions -m perf` whose figures come back in its JUnit XML
 (record_perf), every race with all its rounds (speed_judge.FULL_RACES_ENV: an early stop
@@ -34,10 +34,10 @@ from typing import Any
 
 from xtc_katas import ROOT
 from xtc_katas.checks import speed_judge
+from xtc_katas.grade import repo_copy
 from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import find
 from xtc_katas.measure import machine
-from xtc_katas.tools import repo_copy
 
 #: The room a correct solution must keep above every bar, in every run.
 MARGIN = 1.3
@@ -75,7 +75,7 @@ def figures(junit: Path) -> dict[str, dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m xtc_katas.tools.flakecheck",
+        prog="python -m tools.flakecheck",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -13,8 +13,8 @@ it (never a reference's nest: issue 50 shows an answer only after a pass, and
 `reference_nests` gives what tests/test_lesson_code.py keeps out of every lesson).
 tests/test_lesson_code.py fails on a stale block and names its file;
 
-    python -m xtc_katas.tools.lesson_blocks          # rewrites every stale block
-    python -m xtc_katas.tools.lesson_blocks --check  # lists them, exit 1 if any
+    python -m tools.lesson_blocks          # rewrites every stale block
+    python -m tools.lesson_blocks --check  # lists them, exit 1 if any
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""class.html as an instructor sees it: opened in headless chromium (notebook/browser.py),
+"""class.html as an instructor sees it: opened in headless chromium (tools/browser.py),
 read back (the table's rows, each plot's size as drawn) and, if asked, captured.
 
-    .venv/bin/python -m xtc_katas.grade.page_view grades/class.html docs/grading-class.png
+    .venv/bin/python -m tools.page_view grades/class.html docs/grading-class.png
 
 The browser test reads the page this way; the docs' screenshot is taken this way.
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from xtc_katas.notebook import browser
+from tools import browser
 
 #: What the page shows once drawn: the table's row ids, each image's alt text and drawn
 #: size, and the fairness statement.

@@ -1,6 +1,6 @@
 """The docs' screenshot: kata 04 solved in the notebook, its verdicts and speed chart.
 
-    .venv/bin/python -m xtc_katas.notebook.screenshot docs/notebook-kata04.png
+    .venv/bin/python -m tools.screenshot docs/notebook-kata04.png
 
 In a copy of the repository whose kata 04 stub is its solution, chromium (browser.py)
 presses "Run tests" (both backends, speed races included) and captures the page once the
@@ -15,9 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from tools import browser
+from xtc_katas.grade.repo_copy import copy_repository
 from xtc_katas.kata.manifest import find
-from xtc_katas.notebook import browser, server
-from xtc_katas.tools.repo_copy import copy_repository
+from xtc_katas.notebook import server
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,8 +14,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tools.copy_runs import run_python
+from xtc_katas.grade.repo_copy import copy_repository
 from xtc_katas.kata.manifest import katas
-from xtc_katas.tools.repo_copy import copy_repository, run_python
 
 #: Two runs, as a learner may run them: the speed races alone on the cores, then every
 #: other test in two pytest-xdist workers (`pytest -n 2`, which leaves perf tests out).

@@ -15,7 +15,7 @@ speed here; the cap keeps a fast machine from asking more than the task teaches;
 previous step's reference keeps a schedule that skipped the task's technique from passing
 wherever speed can tell the two apart, and the loop-nest shape check where it cannot
 (docs/judging.md#the-speed-rule). In words: RULE, which the README and docs/judging.md
-quote through a block generated from these constants (xtc_katas/tools/lesson_blocks.py;
+quote through a block generated from these constants (tools/lesson_blocks.py;
 tests/test_lesson_code.py names a stale one). Nothing else states these numbers.
 """
 

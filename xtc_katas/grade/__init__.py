@@ -10,7 +10,7 @@
   (`xtc-katas cluster certs`);
 - result_formats, class_report: results.json (Exercism, Gradescope), class.csv and
   class.html;
-- grade_command: the command; bench: grades per hour and Dask's overhead;
-  planted: submissions made from the solutions, for the benchmark and the tests;
-  page_view: class.html in headless chromium (the docs' screenshot, the browser test).
+- grade_command: the command; repo_copy: the clean copy of the suite a node grades in.
+
+The benchmark, planted submissions and class.html in chromium are maintainers' (tools/).
 """

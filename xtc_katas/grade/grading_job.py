@@ -1,6 +1,6 @@
 """One submission graded on one node: what a Dask job runs (and the benchmark's plain loop).
 
-The node makes a clean copy of its own suite (tools/repo_copy.py), puts the learner's stub
+The node makes a clean copy of its own suite (repo_copy.py), puts the learner's stub
 files in it and nothing else, and runs each graded kata's tests in a pytest process of
 its own, as a learner runs them (`pytest katas/NN_name`, learner mode). One process per
 kata keeps a crash or a hang to that kata, and gives each kata its timeout. The verdicts
@@ -48,11 +48,11 @@ from xtc_katas import ROOT
 from xtc_katas.checks.confine import CONFINE_ENV
 from xtc_katas.grade import memory_cap, sandbox
 from xtc_katas.grade.cluster import reap
+from xtc_katas.grade.repo_copy import copy_repository, learner_env
 from xtc_katas.grade.submissions import Submission, stub_name
 from xtc_katas.grade.untrusted_files import Refused, read_end, read_start
 from xtc_katas.kata.manifest import Kata, find
 from xtc_katas.measure import module_cache
-from xtc_katas.tools.repo_copy import copy_repository, learner_env
 
 #: The seconds a kata's tests may take on a node before the run is stopped as hung: the
 #: slowest kata runs in minutes (its races and searches), a hung one never ends.

@@ -160,6 +160,6 @@ def calibration_line() -> str:
     if not found:
         return (
             f"docs/calibration/ has no figures of this CPU ({key}) yet: "
-            "python -m xtc_katas.tools.calibration prints them"
+            "python -m tools.calibration prints them"
         )
     return f"docs/calibration/ has figures of this CPU ({key}) for {', '.join(found)}"
