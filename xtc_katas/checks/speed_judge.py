@@ -9,6 +9,7 @@ previous step's reference); the verdict is speed_rule.py's, the same for every k
 from __future__ import annotations
 
 import dataclasses
+import enum
 import itertools
 import os
 from collections.abc import Callable
@@ -75,10 +76,20 @@ def race(
     return speedups(timings), timings
 
 
-def standing(figures: Speedups, cap: float | None) -> int:
-    """What judge_speed does with a race: pass (2), race again (1: a near miss), fail (0)."""
+class Standing(enum.Enum):
+    """What judge_speed does with a race."""
+
+    PASSES = "passes"
+    NEAR_MISS = "races again"  # below the bar, but at NEAR_MISS of it or more
+    FAILS = "fails"
+
+
+def standing(figures: Speedups, cap: float | None) -> Standing:
+    """Where a race's learner stands against its bar."""
     value = bar(figures, cap).value
-    return 2 if figures.learner >= value else 1 if figures.learner >= NEAR_MISS * value else 0
+    if figures.learner >= value:
+        return Standing.PASSES
+    return Standing.NEAR_MISS if figures.learner >= NEAR_MISS * value else Standing.FAILS
 
 
 def settled(cap: float | None) -> Settled:
@@ -121,7 +132,7 @@ def judge_speed(
     for _ in range(RACES):
         result, timings = race(found, task.problem, task.threads, until=done)
         readings.append(result)
-        if standing(result, cap) != 1:
+        if standing(result, cap) is not Standing.NEAR_MISS:
             break
     # "did not pay on this machine" only where several races agree; else "in this run"
     agreed = len(readings) > 1 and not any(step_pays(r) for r in readings)
