@@ -46,9 +46,13 @@ CONFINE_ENV = "XTC_KATAS_GRADE_CONFINE"
 #: The learner's worker's /tmp and /dev/shm, each (a tmpfs: memory, bounded).
 TMP_BYTES = 256 << 20
 
+#: os.CLONE_NEWNS and os.CLONE_NEWUSER from Python 3.12 only.
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC = 1, 2, 4, 32, 4096, 16384
+#: mount(2)'s flags that the stdlib lacks. Its statvfs flags os.ST_RDONLY, ST_NOSUID,
+#: ST_NODEV, ST_NOEXEC, ST_NOATIME and ST_NODIRATIME are mount's of the same name and value
+#: (Linux's statfs.h), and serve for both; ST_RELATIME is not MS_RELATIME.
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_RELATIME = 32, 4096, 16384, 1 << 21
 _PR_SET_DUMPABLE = 4
 
 
@@ -81,8 +85,8 @@ def _kept_flags(path: str) -> int:
     """The mount's nosuid, nodev, noexec and atime flags: a remount in a user namespace
     must keep those the parent namespace set (the kernel locks them)."""
     flags = os.statvfs(path).f_flag
-    kept = flags & (2 | 4 | 8 | 1024 | 2048)  # ST_ and MS_ NOSUID NODEV NOEXEC NOATIME NODIRATIME
-    return kept | (0x200000 if flags & 4096 else 0)  # ST_RELATIME is MS_RELATIME
+    kept = flags & (os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC | os.ST_NOATIME | os.ST_NODIRATIME)
+    return kept | (_MS_RELATIME if flags & os.ST_RELATIME else 0)
 
 
 def _close_harness_files(folders: list[str]) -> None:
@@ -161,14 +165,15 @@ def confine_learner() -> None:
     _close_harness_files(paths.get("read_only", []))
     _mute_harness_pipes()
     _new_user_namespace(libc)
+    hidden = os.ST_RDONLY | os.ST_NOSUID | os.ST_NODEV
     for path in [*paths.get("hide", []), *_multiprocessing_folders()]:
         if os.path.isdir(path):
-            _mount(libc, "tmpfs", path, "tmpfs", _MS_RDONLY | _MS_NOSUID | _MS_NODEV, "size=0")
+            _mount(libc, "tmpfs", path, "tmpfs", hidden, "size=0")
     for path in paths.get("read_only", []):
         if os.path.isdir(path):
             _mount(libc, path, path, "", _MS_BIND | _MS_REC)
-            _mount(libc, "", path, "", _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _kept_flags(path))
-    flags, data = _MS_NOSUID | _MS_NODEV, f"size={TMP_BYTES},mode=1777"
+            _mount(libc, "", path, "", _MS_REMOUNT | _MS_BIND | os.ST_RDONLY | _kept_flags(path))
+    flags, data = os.ST_NOSUID | os.ST_NODEV, f"size={TMP_BYTES},mode=1777"
     cwd = os.getcwd()
     for tmp in ("/tmp", "/dev/shm"):
         _mount(libc, "tmpfs", tmp, "tmpfs", flags, data)
