@@ -95,12 +95,6 @@ def read_beneath(root: Path, relative: str, limit: int) -> bytes:
         os.close(fd)
 
 
-def read_file(path: Path, limit: int) -> bytes:
-    """The file `path` itself (its folders are the caller's own), not followed if a link;
-    Refused if it is not a regular file or holds more than `limit` bytes."""
-    return read_beneath(path.parent, path.name, limit)
-
-
 def read_end(path: Path, limit: int) -> bytes:
     """The last `limit` bytes of the regular file `path` (not followed if a link): the
     end of a log that may have grown to any size."""

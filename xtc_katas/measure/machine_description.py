@@ -105,11 +105,6 @@ def arch() -> str:
     return "aarch64" if name in ARM_ARCHES else "x86_64" if name in ("amd64", "x86_64") else name
 
 
-def isas() -> list[Vectors]:
-    """Every extension this architecture's kernels may use (the peak probe compiles each)."""
-    return ISAS.get(arch(), ISAS["x86_64"])
-
-
 def assembly() -> dict[str, str]:
     """This architecture's ASSEMBLY patterns."""
     return ASSEMBLY.get(arch(), ASSEMBLY["x86_64"])
