@@ -27,6 +27,7 @@ RECORD_LINES and RECORD_TESTS.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -283,20 +284,28 @@ def _warm(kata: Kata, copy: Path, env: dict[str, str], config: GradeConfig, log:
     if config.backend:
         command.append(f"--backend={config.backend}")
     with log.open("wb") as out:
-        process = subprocess.Popen(
-            command, cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=out,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        try:
-            return f"exit {process.wait(timeout=config.timeout)}"
-        except subprocess.TimeoutExpired:
-            return f"stopped after {config.timeout:.0f} s"
-        finally:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait()
+        code = _run_in_group(command, copy, env, out, config.timeout)
+    return f"exit {code}" if code is not None else f"stopped after {config.timeout:.0f} s"
+
+
+def _run_in_group(
+    command: list[str], cwd: Path, env: dict[str, str], out: Any, timeout: float
+) -> int | None:
+    """`command` in a session of its own, its output to `out`: its exit code, or None
+    once it ran past `timeout`. Then its whole group is killed: the kernels it forked
+    too, also after a crash or an exception here."""
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+        stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def overall(
@@ -629,25 +638,9 @@ def run_pytest(
     if setpriv:
         command = [setpriv, "--pdeathsig", "KILL", *command]
     with log.open("wb") as out:
-        process = subprocess.Popen(
-            command,
-            cwd=copy,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            code = process.wait(timeout=config.timeout)
-            if config.confined and code > 128:  # bwrap's for its command killed by a signal
-                code = 128 - code
-            return code, False
-        except subprocess.TimeoutExpired:
-            return None, True
-        finally:  # the kernels it forked too, also after a crash or an exception here
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait()
+        code = _run_in_group(command, copy, env, out, config.timeout)
+    if code is None:
+        return None, True
+    if config.confined and code > 128:  # bwrap's for its command killed by a signal
+        code = 128 - code
+    return code, False
