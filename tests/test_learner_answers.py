@@ -117,7 +117,7 @@ WRONG = {
                     'sch.interchange(["i", "j", "i1", "k", "k1", "j1"])',
                     'sch.vectorize(["j1"])',
                 ),
-                "gemm_permute_puts",
+                "gemm_permute_keeps_a_row",
                 ("the three innermost loops walk ['k', 'k', 'j']",),
             ),
             Answer(
@@ -198,7 +198,7 @@ WRONG = {
                     'sch.interchange(["i", "j", "k", "i1", "k1", "j1"])',
                     'sch.vectorize(["j1"])',
                 ),
-                "gemm_permute_puts",
+                "gemm_permute_keeps_a_row",
                 ("the tile of 'k' of 512 covers the whole axis (512)",),
             ),
             # Blocks of another size than the stub's 32x32 (issue 40: 32x64 read 0.78-0.86x
