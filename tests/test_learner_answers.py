@@ -479,6 +479,16 @@ WRONG_04_05 = {
             CHAINS,
         ),
         Answer("parallel_spec", tile_spec(2, 32, '"parallelize": True'), "parallel_spec", B_READS),
+        # The lesson's 10x48x64 example, pasted: it fits AVX2's registers and computes (XTC
+        # clips the 5-row tile to I = 4), so only the tile's size says it is not this task's.
+        Answer(
+            "register_tile_spec",
+            spec(
+                '{"j": {}, "i": {}, "k": {}, "i#5": {"unroll": True}, "j#16": {"vectorize": True}}'
+            ),
+            "register_tile_spec_declares",
+            ("spans 5 of 'i', which has only 4 in this task's problem",),
+        ),
     ],
 }
 

@@ -289,7 +289,23 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
                 f"which stay in registers across {k!r} only where LLVM happens to unroll it "
                 f"by itself. Move it outside {k!r}, or make it a tile and unroll it fully"
             )
-    return mistakes or accumulators_fit(loop_nest, problem)
+    return _oversized(node_loops, problem) + (mistakes or accumulators_fit(loop_nest, problem))
+
+
+def _oversized(node_loops: list[Loop], problem: Problem) -> list[str]:
+    """Tiles longer than the axis they tile in the task's problem: XTC accepts them and
+    clips the tile, so a tile sized for another problem (a lesson's example on a larger
+    shape, pasted) computes right and passes every other check; its size is not this
+    task's answer."""
+    sizes = problem.axis_sizes
+    return [
+        f"the tile {loop.name!r} spans {loop.size} of {loop.axis!r}, which has only "
+        f"{sizes[loop.axis]} in this task's problem ({problem.label}): was it sized for "
+        "another problem, such as a lesson's example? Size it for this one, within the "
+        "register budget"
+        for loop in node_loops
+        if loop.size is not None and loop.size > sizes.get(loop.axis, loop.size)
+    ]
 
 
 def split_main_part(loop_nest: Any, problem: Problem) -> list[str]:
