@@ -118,7 +118,7 @@ WRONG = {
                     'sch.interchange(["i", "j", "i1", "k", "k1", "j1"])',
                     'sch.vectorize(["j1"])',
                 ),
-                "gemm_permute_puts",
+                "gemm_permute_keeps_a_row",
                 ("the three innermost loops walk ['k', 'k', 'j']",),
             ),
             Answer(
@@ -199,7 +199,7 @@ WRONG = {
                     'sch.interchange(["i", "j", "k", "i1", "k1", "j1"])',
                     'sch.vectorize(["j1"])',
                 ),
-                "gemm_permute_puts",
+                "gemm_permute_keeps_a_row",
                 ("the tile of 'k' of 512 covers the whole axis (512)",),
             ),
             # Blocks of another size than the stub's 32x32 (issue 40: 32x64 read 0.78-0.86x
@@ -480,6 +480,16 @@ WRONG_04_05 = {
             CHAINS,
         ),
         Answer("parallel_spec", tile_spec(2, 32, '"parallelize": True'), "parallel_spec", B_READS),
+        # The lesson's 10x48x64 example, pasted: it fits AVX2's registers and computes (XTC
+        # clips the 5-row tile to I = 4), so only the tile's size says it is not this task's.
+        Answer(
+            "register_tile_spec",
+            spec(
+                '{"j": {}, "i": {}, "k": {}, "i#5": {"unroll": True}, "j#16": {"vectorize": True}}'
+            ),
+            "register_tile_spec_declares",
+            ("spans 5 of 'i', which has only 4 in this task's problem",),
+        ),
     ],
 }
 

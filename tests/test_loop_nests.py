@@ -60,6 +60,24 @@ def test_vector_tile_wants_a_vectorized_tile_of_whole_vectors():
     assert f"multiple of {LANES}" in loop_nests.vector_tile(odd, TUTORIAL)[0]
 
 
+def test_a_vector_tile_of_another_axis_is_asked_which_axis_not_told_it():
+    # Kata 04's lesson asks which axis is stride 1 (issue 57): a message on a tile of i,
+    # vectorized or not, asks that question, and a nest with no split of j is told of the
+    # stride-1 axis, not of 'j'.
+    for vectorized in ((), (("vectorize", ["i1"]),)):
+        rows = nest(
+            TUTORIAL,
+            ("strip_mine", "i", {"i1": 4}),
+            ("interchange", ["j", "k", "i", "i1"]),
+            *vectorized,
+        )
+        (mistake, *_) = loop_nests.vector_tile(rows, TUTORIAL)
+        assert "walks axis 'i'" in mistake and "Interchange: stride 1" in mistake, mistake
+        assert "'j'" not in mistake, mistake
+    (unsplit,) = loop_nests.split_main_part(nest(SPLIT), SPLIT)
+    assert "the stride-1 axis" in unsplit and "'j'" not in unsplit, unsplit
+
+
 def test_register_tile_accepts_the_reference_shape():
     assert loop_nests.register_tile(nest(TUTORIAL, *REGISTER_TILE), TUTORIAL) == []
 
@@ -296,9 +314,12 @@ def test_each_shape_check_reads_the_problems_axes():
         ("register_tile",), nest(TUTORIAL, *tile), TUTORIAL, "mlir"
     )
     assert any("is not unrolled" in m for m in mistakes)
-    conv = nest(RESNET18_02)
+    # f innermost, not vectorized: the message names the axis the learner put there, as
+    # the conv's vector axis (a message never names it to one who put another axis there).
+    conv = nest(RESNET18_02, ("interchange", ["b", "h", "w", "r", "s", "c", "f"]))
     (mistake, *_) = loop_nests.shape_mistakes(("register_tile",), conv, RESNET18_02, "mlir")
     assert "'f'" in mistake  # the conv's vector axis, not a matmul's j
+    assert "walks consecutive addresses" in mistake, mistake
     with pytest.raises(LookupError, match="no shape check"):
         loop_nests.shape_mistakes(("register_tiles",), conv, RESNET18_02, "mlir")
 
@@ -565,7 +586,7 @@ def test_a_tile_unrolled_over_two_vectors_counts_its_columns_not_its_rows(
     assert loop_nests.register_tile(tile, TUTORIAL) == mistakes
 
 
-def test_a_register_tile_whose_vector_walks_the_row_axis_is_told_to_swap_the_two():
+def test_a_register_tile_whose_vector_walks_the_row_axis_is_asked_which_tile_is_which():
     # Learner review: schedule_conv with w1 vectorized and f1 unrolled was told to unroll
     # w1, the vector loop itself ("unroll({'w1': 16})").
     from xtc_katas.kata.problems import RESNET18_02
@@ -581,8 +602,11 @@ def test_a_register_tile_whose_vector_walks_the_row_axis_is_told_to_swap_the_two
     mistakes = loop_nests.register_tile(swapped, RESNET18_02)
     assert any("the vectorized loop 'w1' walks axis 'w'" in m for m in mistakes), mistakes
     assert any(
-        "the tile 'w1' of 'w' is the innermost loop, the vector: swap it" in m for m in mistakes
+        "the tile 'w1' of 'w' is the innermost loop, the vector, so no tile of 'w' is "
+        "unrolled outside it" in m
+        for m in mistakes
     )
+    assert not any("swap it" in m for m in mistakes), mistakes  # the move is not handed over
     assert not any("unroll({'w1'" in m for m in mistakes), mistakes
 
 

@@ -490,7 +490,7 @@ PLANTED = {
         '    """Step 3: step 2, with the loops inside a block',
         GEMM_TILES + '    sch.interchange(["i", "j", "k", "k1", "i1", "j1"])\n'
         '    sch.vectorize(["j1"])\n    return\n',
-        ("-k", "gemm_permute_puts", "--backend", "tvm"),
+        ("-k", "gemm_permute_keeps_a_row", "--backend", "tvm"),
         ("the three innermost loops walk ['k', 'i', 'j']",),
     ),
     "B not packed": Planted(

@@ -37,15 +37,15 @@ def schedule_vectorize(sch: Any) -> None:
 
 
 def schedule_register_tile(sch: Any) -> None:
-    """Keep a tile of C (rows of i x a vector of j) in registers across the whole k loop.
+    """Keep a tile of C (several rows x a vector tile) in registers across the whole k loop.
 
     Each row unrolled is an accumulator of its own; the tile must fit the vector registers."""
     raise NotImplementedError
 
 
 def schedule_split(sch: Any) -> None:
-    """J = 36 is not a multiple of the vector: a vectorized main part of j and a
-    remainder, j split inside k."""
+    """A 4x36x512 matmul, whose stride-1 axis may be no multiple of your vector tile:
+    that axis split inside k into a vectorized main part and a remainder."""
     raise NotImplementedError
 
 

@@ -80,7 +80,8 @@ def test_schedule_register_tile_keeps_up_and_beats_vectorize_where_it_pays(task)
 
 @pytest.mark.task("schedule_split")
 def test_schedule_split_computes_the_matmul(task):
-    # The edge inputs put -64 in the last column of B: a skipped remainder shows there.
+    # The edge inputs end each array with -64, its last element: a skipped remainder
+    # shows there.
     task.assert_computes()
 
 

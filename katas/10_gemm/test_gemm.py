@@ -61,7 +61,7 @@ def test_gemm_permute_computes_the_matmul(task):
 
 
 @pytest.mark.task("gemm_permute")
-def test_gemm_permute_puts_k1_between_a_row_and_the_vector(task):
+def test_gemm_permute_keeps_a_row_of_the_block_in_registers(task):
     task.assert_shape()
 
 
@@ -99,7 +99,7 @@ def test_gemm_write_cache_computes_the_matmul(task):
 
 
 @pytest.mark.task("gemm_write_cache")
-def test_gemm_write_cache_buffers_c_and_unrolls_k1(task):
+def test_gemm_write_cache_buffers_c_and_unrolls_a_short_loop(task):
     task.assert_shape()
 
 

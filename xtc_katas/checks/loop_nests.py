@@ -115,6 +115,14 @@ def _where(node: Any) -> str:
     return "" if node.parent is None else f" in split segment {node.root!r}"
 
 
+#: Where a message sends a learner whose loop walks another axis than the stride-1 one:
+#: the question, not the axis (the lesson asks it before any task names it).
+WHICH_AXIS = (
+    "Which axis walks consecutive addresses of the arrays it reads and writes? "
+    "(kata 04's '1. Interchange: stride 1')"
+)
+
+
 def stride_one(loop_nest: Any, problem: Problem) -> list[str]:
     """Each innermost loop that runs the body (one per node that ends in a loop, not a
     split) walks the problem's vector axis (a matmul's j, along the rows of B and C):
@@ -123,8 +131,7 @@ def stride_one(loop_nest: Any, problem: Problem) -> list[str]:
     innermost = [(node, loops(node, axes)[-1:]) for node in loop_nest.nodes]
     return [
         f"the innermost loop{_where(node)} is {loop.name!r}, over axis {loop.axis!r}: "
-        "each step jumps to another row in memory. Which axis walks consecutive "
-        "addresses of the arrays it reads and writes? (kata 04's '1. Interchange: stride 1')"
+        f"each step jumps to another row in memory. {WHICH_AXIS}"
         for node, last in innermost
         for loop in last
         if not loop.segment and loop.axis != axis
@@ -140,16 +147,20 @@ def vector_tile(loop_nest: Any, problem: Problem, node: Any = None) -> list[str]
         return [f"there is no innermost loop{_where(node)} to vectorize"]
     last = node_loops[-1]
     if last.name not in node.vectorize:
+        consecutive = (
+            f"its axis {axis!r} walks consecutive addresses"
+            if last.axis == axis
+            else f"it walks axis {last.axis!r}, whose elements are not consecutive: {WHICH_AXIS}"
+        )
         return [
-            f"the innermost loop{_where(node)} {last.name!r} is not vectorized: the "
-            f"elements of {axis!r} are consecutive, and this machine's vectors hold "
-            f"{simd.lanes} floats"
+            f"the innermost loop{_where(node)} {last.name!r} is not vectorized, and "
+            f"{consecutive}; this machine's vectors hold {simd.lanes} floats"
         ]
     mistakes = []
     if last.axis != axis:
         mistakes.append(
-            f"the vectorized loop {last.name!r}{_where(node)} walks axis {last.axis!r}: "
-            f"vectorize a tile of {axis!r}, whose elements are consecutive in memory"
+            f"the vectorized loop {last.name!r}{_where(node)} walks axis {last.axis!r}, "
+            f"whose elements are not consecutive in memory. {WHICH_AXIS}"
         )
     if last.size is None or last.size % simd.lanes:
         size = "the whole axis" if last.size is None else f"{last.size} iterations"
@@ -222,7 +233,6 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
     for a convolution, of w or h by f inside r, s and c. That tile of the output stays in
     vector registers for the whole reduction, within the machine's register budget."""
     node, node_loops = _root(loop_nest)
-    j = problem.vector_axis
     mistakes = vector_tile(loop_nest, problem)
     names = [loop.name for loop in node_loops]
     unrolled_axes = problem.tile_axes
@@ -240,8 +250,9 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
         return [
             *mistakes,
             f"the tile {innermost.name!r} of {innermost.axis!r} is the innermost loop, the "
-            f"vector: swap it with the tile of {j!r}, so that {innermost.name!r} is unrolled "
-            f"just outside a vectorized tile of {j!r} and {what} stay in registers",
+            f"vector, so no tile of {innermost.axis!r} is unrolled outside it: which of your "
+            f"tiles walks consecutive addresses, and which holds the {what} that stay in "
+            "registers (kata 04's section 3)?",
         ]
     if not i_tiles:
         first = unrolled_axes[0]
@@ -278,7 +289,23 @@ def register_tile(loop_nest: Any, problem: Problem) -> list[str]:
                 f"which stay in registers across {k!r} only where LLVM happens to unroll it "
                 f"by itself. Move it outside {k!r}, or make it a tile and unroll it fully"
             )
-    return mistakes or accumulators_fit(loop_nest, problem)
+    return _oversized(node_loops, problem) + (mistakes or accumulators_fit(loop_nest, problem))
+
+
+def _oversized(node_loops: list[Loop], problem: Problem) -> list[str]:
+    """Tiles longer than the axis they tile in the task's problem: XTC accepts them and
+    clips the tile, so a tile sized for another problem (a lesson's example on a larger
+    shape, pasted) computes right and passes every other check; its size is not this
+    task's answer."""
+    sizes = problem.axis_sizes
+    return [
+        f"the tile {loop.name!r} spans {loop.size} of {loop.axis!r}, which has only "
+        f"{sizes[loop.axis]} in this task's problem ({problem.label}): was it sized for "
+        "another problem, such as a lesson's example? Size it for this one, within the "
+        "register budget"
+        for loop in node_loops
+        if loop.size is not None and loop.size > sizes.get(loop.axis, loop.size)
+    ]
 
 
 def split_main_part(loop_nest: Any, problem: Problem) -> list[str]:
@@ -289,7 +316,8 @@ def split_main_part(loop_nest: Any, problem: Problem) -> list[str]:
     segments = root.splits.get(axis, {})
     if len(segments) < 2:
         return [
-            f"axis {axis!r} is not split: split it into a main part, a multiple of the "
+            "the stride-1 axis (kata 04's section 1) is not split: split it into a main "
+            "part, a multiple of the "
             "vector tile, and the remainder, then schedule each segment with its own "
             "interchange (its root= argument names the segment)"
         ]
