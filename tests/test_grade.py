@@ -36,6 +36,7 @@ from xtc_katas.grade import (
 )
 from xtc_katas.grade.grade_command import Unconfinable, grade_class, needs_grading, parse_katas
 from xtc_katas.kata.manifest import Kata, find
+from xtc_katas.measure import module_cache
 
 PEAK, GRAPH, SCHEDULING = find(1), find(2), find(4)
 
@@ -382,6 +383,37 @@ def test_class_html_shows_the_table_and_the_plots_in_chromium(
     assert all(width > 300 for width in drawn.values()), drawn
     assert "% of peak is per node" in shown["rule"]
     assert (tmp_path / "class.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow  # each warming copies the repository
+def test_the_trusted_step_runs_once_per_node_and_fingerprint_not_once_per_class(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trusted step (the graded katas on the solutions, their races included) costs a
+    solved grading's time: a node makes it once per module_cache.fingerprint(), in its own
+    cache folder, not again for each class graded on this machine, whose scratch is new
+    each time. An unconfined class's stays in its scratch, which its learners' code could
+    write. Another fingerprint's, left for a week, is removed."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
+    warmed: list[str] = []
+    monkeypatch.setattr(grading_job, "_warm", lambda kata, *_: warmed.append(kata.id) or "exit 0")
+
+    def trusted(scratch: str, confined: bool = True) -> Path:
+        where = str(tmp_path / scratch)
+        config = grading_job.GradeConfig(katas=(GRAPH.id,), scratch=where, confined=confined)
+        return grading_job.trusted_cache([GRAPH], config)[0]
+
+    first = trusted("class1")
+    assert trusted("class2") == first and warmed == [GRAPH.id]
+    assert first.is_relative_to(tmp_path / "home")
+    assert trusted("class3", confined=False).is_relative_to(tmp_path / "class3")
+    assert len(warmed) == 2
+    stale = first.parent / ("0" * 16)
+    stale.mkdir()
+    os.utime(stale, (0, 0))
+    monkeypatch.setattr(module_cache, "fingerprint", lambda: "f" * 64)  # a solution edited
+    assert trusted("class4") != first and len(warmed) == 3
+    assert first.exists() and not stale.exists()
 
 
 def test_graded_runs_see_a_learners_environment(monkeypatch: pytest.MonkeyPatch) -> None:

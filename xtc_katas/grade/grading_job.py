@@ -233,11 +233,23 @@ def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
     in a clean copy of the suite, outside any sandbox, as the grader, once per node and
     kata. Every file is then made readable by the sandbox's user, and its sha256
     recorded beside the folder (module_cache.TRUSTED_INDEX), which a graded run sees
-    read-only: it loads only what matches."""
-    # The node's own cache folder where no scratch is given, not the temp dir: it outlives
-    # every grading on the node (./run.sh test found it left in its temp dir).
-    scratch = Path(config.scratch or platformdirs.user_cache_dir("xtc-katas"))
-    root = scratch / TRUSTED_CACHE
+    read-only: it loads only what matches.
+
+    A confined grading's is the node's own cache folder, not its run's scratch, one folder
+    per module_cache.fingerprint() (compilers, CPU, the harness's and solutions' sources:
+    what every entry's key holds), so a node warms each kata once per fingerprint, not at
+    every `xtc-katas grade` on this machine (whose scratch is new each time: the harness's
+    grading tests ran the trusted step again in each class they graded). An unconfined
+    grading's runs could write that folder, and a confined one would trust it later:
+    theirs is under its scratch, thrown away."""
+    # Not the temp dir: it outlives every grading on the node (./run.sh test found it left
+    # in its temp dir).
+    if config.confined:
+        scratch = Path(platformdirs.user_cache_dir("xtc-katas"))
+        root = scratch / TRUSTED_CACHE / module_cache.fingerprint()[:16]
+    else:
+        scratch = Path(config.scratch or platformdirs.user_cache_dir("xtc-katas"))
+        root = scratch / TRUSTED_CACHE
     index_path = Path(f"{root}{module_cache.TRUSTED_INDEX}")
     root.mkdir(parents=True, exist_ok=True)
     backend = config.backend or "mlir,tvm"
@@ -249,6 +261,8 @@ def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
             index = {"warmed": {}, "files": {}}
         missing = [k for k in katas if f"{k.id}:{backend}" not in index["warmed"]]
         if missing or "host runtime" not in index["warmed"]:
+            if config.confined:
+                _prune(root.parent, keep=root.name)
             with tempfile.TemporaryDirectory(prefix="xtc-katas-warm-", dir=scratch) as tmp:
                 copy = copy_repository(Path(tmp))
                 env = {**graded_env(), "XDG_CACHE_HOME": tmp}
@@ -273,6 +287,25 @@ def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
             partial.replace(index_path)
     warmed = ", ".join(f"{k} ({v})" for k, v in sorted(index["warmed"].items()))
     return root, f"{len(index['files'])} files checked by sha256; references of {warmed}"
+
+
+def _prune(folder: Path, keep: str) -> None:
+    """Remove the trusted caches (folder, index, lock) of other fingerprints than `keep`
+    left unchanged for module_cache.KEEP_OTHERS_S, as the module cache prunes its own."""
+    now = time.time()
+    for other in folder.iterdir():
+        try:
+            if (
+                other.name.startswith(keep)
+                or now - other.stat().st_mtime < module_cache.KEEP_OTHERS_S
+            ):
+                continue
+            if other.is_dir():
+                shutil.rmtree(other, ignore_errors=True)
+            else:
+                other.unlink()
+        except OSError:
+            continue
 
 
 def _warm(kata: Kata, copy: Path, env: dict[str, str], config: GradeConfig, log: Path) -> str:
