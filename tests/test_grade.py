@@ -390,29 +390,36 @@ def test_the_trusted_step_runs_once_per_node_and_fingerprint_not_once_per_class(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The trusted step (the graded katas on the solutions, their races included) costs a
-    solved grading's time: a node makes it once per module_cache.fingerprint(), in its own
-    cache folder, not again for each class graded on this machine, whose scratch is new
-    each time. An unconfined class's stays in its scratch, which its learners' code could
-    write. Another fingerprint's, left for a week, is removed."""
+    solved grading's time: a node makes it once per backend and module_cache.fingerprint(),
+    in its own cache folder, not again for each class graded on this machine, whose
+    scratch is new each time. An unconfined class's stays in its scratch, which its
+    learners' code could write. Another fingerprint's, left for a week, is removed."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
-    warmed: list[str] = []
-    monkeypatch.setattr(grading_job, "_warm", lambda kata, *_: warmed.append(kata.id) or "exit 0")
+    warmed: list[tuple[str, ...]] = []
 
-    def trusted(scratch: str, confined: bool = True) -> Path:
-        where = str(tmp_path / scratch)
-        config = grading_job.GradeConfig(katas=(GRAPH.id,), scratch=where, confined=confined)
+    def warm(kata: Kata, backends: list[str], *_: Any) -> str:
+        warmed.append((kata.id, *backends))
+        return "exit 0"
+
+    monkeypatch.setattr(grading_job, "_warm", warm)
+
+    def trusted(scratch: str, backend: str = "", confined: bool = True) -> Path:
+        config = grading_job.GradeConfig(
+            katas=(GRAPH.id,), backend=backend, scratch=str(tmp_path / scratch), confined=confined
+        )
         return grading_job.trusted_cache([GRAPH], config)[0]
 
-    first = trusted("class1")
-    assert trusted("class2") == first and warmed == [GRAPH.id]
+    first = trusted("class1", "mlir")
+    assert trusted("class2") == first and trusted("class3", "tvm") == first
+    assert warmed == [(GRAPH.id, "mlir"), (GRAPH.id, "tvm")]  # the second class: TVM's only
     assert first.is_relative_to(tmp_path / "home")
-    assert trusted("class3", confined=False).is_relative_to(tmp_path / "class3")
-    assert len(warmed) == 2
+    assert trusted("class4", confined=False).is_relative_to(tmp_path / "class4")
+    assert warmed[2:] == [(GRAPH.id, "mlir", "tvm")]
     stale = first.parent / ("0" * 16)
     stale.mkdir()
     os.utime(stale, (0, 0))
     monkeypatch.setattr(module_cache, "fingerprint", lambda: "f" * 64)  # a solution edited
-    assert trusted("class4") != first and len(warmed) == 3
+    assert trusted("class5") != first and len(warmed) == 4
     assert first.exists() and not stale.exists()
 
 
