@@ -392,8 +392,8 @@ def test_the_trusted_step_runs_once_per_node_and_fingerprint_not_once_per_class(
     """The trusted step (the graded katas on the solutions, their races included) costs a
     solved grading's time: a node makes it once per backend and module_cache.fingerprint(),
     in its own cache folder, not again for each class graded on this machine, whose
-    scratch is new each time. An unconfined class's stays in its scratch, which its
-    learners' code could write. Another fingerprint's, left for a week, is removed."""
+    scratch is new each time. An unconfined class's, which its learners' code could write,
+    is never a confined one's. Another fingerprint's, left for a week, is removed."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
     warmed: list[tuple[str, ...]] = []
 
@@ -404,8 +404,9 @@ def test_the_trusted_step_runs_once_per_node_and_fingerprint_not_once_per_class(
     monkeypatch.setattr(grading_job, "_warm", warm)
 
     def trusted(scratch: str, backend: str = "", confined: bool = True) -> Path:
+        where = str(tmp_path / scratch) if scratch else ""  # "": a cluster's node
         config = grading_job.GradeConfig(
-            katas=(GRAPH.id,), backend=backend, scratch=str(tmp_path / scratch), confined=confined
+            katas=(GRAPH.id,), backend=backend, scratch=where, confined=confined
         )
         return grading_job.trusted_cache([GRAPH], config)[0]
 
@@ -414,12 +415,14 @@ def test_the_trusted_step_runs_once_per_node_and_fingerprint_not_once_per_class(
     assert warmed == [(GRAPH.id, "mlir"), (GRAPH.id, "tvm")]  # the second class: TVM's only
     assert first.is_relative_to(tmp_path / "home")
     assert trusted("class4", confined=False).is_relative_to(tmp_path / "class4")
-    assert warmed[2:] == [(GRAPH.id, "mlir", "tvm")]
+    unconfined = trusted("", confined=False)  # a cluster node's: its user cache folder
+    assert not first.is_relative_to(unconfined) and not unconfined.is_relative_to(first.parent)
+    assert warmed[2:] == [(GRAPH.id, "mlir", "tvm")] * 2
     stale = first.parent / ("0" * 16)
     stale.mkdir()
     os.utime(stale, (0, 0))
     monkeypatch.setattr(module_cache, "fingerprint", lambda: "f" * 64)  # a solution edited
-    assert trusted("class5") != first and len(warmed) == 4
+    assert trusted("class5") != first and len(warmed) == 5
     assert first.exists() and not stale.exists()
 
 

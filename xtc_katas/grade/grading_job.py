@@ -237,19 +237,19 @@ def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
 
     A confined grading's is the node's own cache folder, not its run's scratch, one folder
     per module_cache.fingerprint() (compilers, CPU, the harness's and solutions' sources:
-    what every entry's key holds), so a node warms each kata once per fingerprint, not at
-    every `xtc-katas grade` on this machine (whose scratch is new each time: the harness's
-    grading tests ran the trusted step again in each class they graded). An unconfined
-    grading's runs could write that folder, and a confined one would trust it later:
-    theirs is under its scratch, thrown away."""
+    what every entry's key holds), so a node warms each kata and backend once per
+    fingerprint, not at every `xtc-katas grade` on this machine (whose scratch is new each
+    time: the harness's grading tests ran the trusted step again in each class they
+    graded). An unconfined grading's runs could write its cache, which a confined one must
+    never trust: theirs is another folder, under their scratch where there is one."""
     # Not the temp dir: it outlives every grading on the node (./run.sh test found it left
     # in its temp dir).
+    node = Path(platformdirs.user_cache_dir("xtc-katas"))
     if config.confined:
-        scratch = Path(platformdirs.user_cache_dir("xtc-katas"))
-        root = scratch / TRUSTED_CACHE / module_cache.fingerprint()[:16]
+        scratch, folder = node, TRUSTED_CACHE
     else:
-        scratch = Path(config.scratch or platformdirs.user_cache_dir("xtc-katas"))
-        root = scratch / TRUSTED_CACHE
+        scratch, folder = Path(config.scratch or node), f"{TRUSTED_CACHE}-unconfined"
+    root = scratch / folder / module_cache.fingerprint()[:16]
     index_path = Path(f"{root}{module_cache.TRUSTED_INDEX}")
     root.mkdir(parents=True, exist_ok=True)
     backends = [config.backend] if config.backend else ["mlir", "tvm"]
@@ -263,8 +263,7 @@ def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
         left = {k.id: [b for b in backends if f"{k.id}:{b}" not in index["warmed"]] for k in katas}
         missing = [(k, left[k.id]) for k in katas if left[k.id]]
         if missing or "host runtime" not in index["warmed"]:
-            if config.confined:
-                _prune(root.parent, keep=root.name)
+            _prune(root.parent, keep=root.name)
             with tempfile.TemporaryDirectory(prefix="xtc-katas-warm-", dir=scratch) as tmp:
                 copy = copy_repository(Path(tmp))
                 env = {**graded_env(), "XDG_CACHE_HOME": tmp}
