@@ -29,6 +29,7 @@ from xtc_katas import ROOT
 from xtc_katas.grade import class_report, cluster, grading_job, sandbox, submissions
 from xtc_katas.grade.grade_command import Unconfinable, grade_class, needs_grading, parse_katas
 from xtc_katas.kata.manifest import Kata, find
+from xtc_katas.measure import module_cache
 
 PEAK, GRAPH, SCHEDULING = find(1), find(2), find(4)
 
@@ -375,6 +376,47 @@ def test_class_html_shows_the_table_and_the_plots_in_chromium(
     assert all(width > 300 for width in drawn.values()), drawn
     assert "% of peak is per node" in shown["rule"]
     assert (tmp_path / "class.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow  # each warming copies the repository
+def test_the_trusted_step_runs_once_per_node_and_fingerprint_not_once_per_class(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trusted step (the graded katas on the solutions, their races included) costs a
+    solved grading's time: a node makes it once per backend and module_cache.fingerprint(),
+    in its own cache folder, not again for each class graded on this machine, whose
+    scratch is new each time. An unconfined class's, which its learners' code could write,
+    is never a confined one's. Another fingerprint's, left for a week, is removed."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
+    warmed: list[tuple[str, ...]] = []
+
+    def warm(kata: Kata, backends: list[str], *_: Any) -> str:
+        warmed.append((kata.id, *backends))
+        return "exit 0"
+
+    monkeypatch.setattr(grading_job, "_warm", warm)
+
+    def trusted(scratch: str, backend: str = "", confined: bool = True) -> Path:
+        where = str(tmp_path / scratch) if scratch else ""  # "": a cluster's node
+        config = grading_job.GradeConfig(
+            katas=(GRAPH.id,), backend=backend, scratch=where, confined=confined
+        )
+        return grading_job.trusted_cache([GRAPH], config)[0]
+
+    first = trusted("class1", "mlir")
+    assert trusted("class2") == first and trusted("class3", "tvm") == first
+    assert warmed == [(GRAPH.id, "mlir"), (GRAPH.id, "tvm")]  # the second class: TVM's only
+    assert first.is_relative_to(tmp_path / "home")
+    assert trusted("class4", confined=False).is_relative_to(tmp_path / "class4")
+    unconfined = trusted("", confined=False)  # a cluster node's: its user cache folder
+    assert not first.is_relative_to(unconfined) and not unconfined.is_relative_to(first.parent)
+    assert warmed[2:] == [(GRAPH.id, "mlir", "tvm")] * 2
+    stale = first.parent / ("0" * 16)
+    stale.mkdir()
+    os.utime(stale, (0, 0))
+    monkeypatch.setattr(module_cache, "fingerprint", lambda: "f" * 64)  # a solution edited
+    assert trusted("class5") != first and len(warmed) == 5
+    assert first.exists() and not stale.exists()
 
 
 def test_graded_runs_see_a_learners_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -234,29 +234,45 @@ def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
     in a clean copy of the suite, outside any sandbox, as the grader, once per node and
     kata. Every file is then made readable by the sandbox's user, and its sha256
     recorded beside the folder (module_cache.TRUSTED_INDEX), which a graded run sees
-    read-only: it loads only what matches."""
-    # The node's own cache folder where no scratch is given, not the temp dir: it outlives
-    # every grading on the node (./run.sh test found it left in its temp dir).
-    scratch = Path(config.scratch or platformdirs.user_cache_dir("xtc-katas"))
-    root = scratch / TRUSTED_CACHE
+    read-only: it loads only what matches.
+
+    A confined grading's is the node's own cache folder, not its run's scratch, one folder
+    per module_cache.fingerprint() (compilers, CPU, the harness's and solutions' sources:
+    what every entry's key holds), so a node warms each kata and backend once per
+    fingerprint, not at every `xtc-katas grade` on this machine (whose scratch is new each
+    time: the harness's grading tests ran the trusted step again in each class they
+    graded). An unconfined grading's runs could write its cache, which a confined one must
+    never trust: theirs is another folder, under their scratch where there is one."""
+    # Not the temp dir: it outlives every grading on the node (./run.sh test found it left
+    # in its temp dir).
+    node = Path(platformdirs.user_cache_dir("xtc-katas"))
+    if config.confined:
+        scratch, folder = node, TRUSTED_CACHE
+    else:
+        scratch, folder = Path(config.scratch or node), f"{TRUSTED_CACHE}-unconfined"
+    root = scratch / folder / module_cache.fingerprint()[:16]
     index_path = Path(f"{root}{module_cache.TRUSTED_INDEX}")
     root.mkdir(parents=True, exist_ok=True)
-    backend = config.backend or "mlir,tvm"
+    backends = [config.backend] if config.backend else ["mlir", "tvm"]
     with open(f"{root}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one node's workers warm it once
         try:
             index = json.loads(index_path.read_text())
         except (OSError, ValueError):
             index = {"warmed": {}, "files": {}}
-        missing = [k for k in katas if f"{k.id}:{backend}" not in index["warmed"]]
+        # per backend: a class graded on MLIR, then one on both, warms only TVM's
+        left = {k.id: [b for b in backends if f"{k.id}:{b}" not in index["warmed"]] for k in katas}
+        missing = [(k, left[k.id]) for k in katas if left[k.id]]
         if missing or "host runtime" not in index["warmed"]:
+            _prune(root.parent, keep=root.name)
             with tempfile.TemporaryDirectory(prefix="xtc-katas-warm-", dir=scratch) as tmp:
                 copy = copy_repository(Path(tmp))
                 env = {**graded_env(), "XDG_CACHE_HOME": tmp}
                 env[module_cache.DIR_ENV] = str(root / "modules")
-                for kata in missing:
+                for kata, cold in missing:
                     log = Path(tmp) / f"{kata.id}.log"
-                    index["warmed"][f"{kata.id}:{backend}"] = _warm(kata, copy, env, config, log)
+                    ended = _warm(kata, cold, copy, env, config, log)
+                    index["warmed"].update({f"{kata.id}:{b}": ended for b in cold})
                 runtime = "from xtc_katas.measure import module_cache; module_cache.host_runtime()"
                 try:
                     done = subprocess.run([sys.executable, "-c", runtime], cwd=copy, env=env,
@@ -276,13 +292,34 @@ def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
     return root, f"{len(index['files'])} files checked by sha256; references of {warmed}"
 
 
-def _warm(kata: Kata, copy: Path, env: dict[str, str], config: GradeConfig, log: Path) -> str:
+def _prune(folder: Path, keep: str) -> None:
+    """Remove the trusted caches (folder, index, lock) of other fingerprints than `keep`
+    left unchanged for module_cache.KEEP_OTHERS_S, as the module cache prunes its own."""
+    now = time.time()
+    for other in folder.iterdir():
+        try:
+            if (
+                other.name.startswith(keep)
+                or now - other.stat().st_mtime < module_cache.KEEP_OTHERS_S
+            ):
+                continue
+            if other.is_dir():
+                shutil.rmtree(other, ignore_errors=True)
+            else:
+                other.unlink()
+        except OSError:
+            continue
+
+
+def _warm(
+    kata: Kata, backends: list[str], copy: Path, env: dict[str, str], config: GradeConfig, log: Path
+) -> str:
     """The kata's tests on the solutions, in `copy`: what they compile fills the cache.
     Its verdict does not matter (a race lost on a busy node); how it ended is kept."""
     command = [sys.executable, "-m", "pytest", f"katas/{kata.id}", "-q", "--no-header"]
     command += ["--solutions", "-p", "no:cacheprovider"]
-    if config.backend:
-        command.append(f"--backend={config.backend}")
+    if len(backends) == 1:
+        command.append(f"--backend={backends[0]}")
     with log.open("wb") as out:
         code = _run_in_group(command, copy, env, out, config.timeout)
     return f"exit {code}" if code is not None else f"stopped after {config.timeout:.0f} s"
