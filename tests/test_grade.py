@@ -268,7 +268,10 @@ def test_a_killed_worker_is_rescheduled_a_hung_kata_times_out_and_killed_worker_
 ) -> None:
     """One worker, allowed one failure per job: a job whose worker dies once is graded on
     the restarted worker; one that kills every worker is KilledWorker, the grader's error
-    (graded again on the next run), not the learner's verdict."""
+    (graded again on the next run), not the learner's verdict.
+
+    The kata's limit is 30 s: kata 02 on its solution took 8.7 s of wall time at a load of
+    1.5 (Zen 3, 2 vCPU), so the 8 s it had failed `once` ("error") on a loaded machine."""
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the worker's copies, also a killed one's
     once, always = tmp_path / "once.tries", tmp_path / "always.tries"
     planted.write(tmp_path / "once", {GRAPH.id: dies(once, always=False)})
@@ -281,7 +284,7 @@ def test_a_killed_worker_is_rescheduled_a_hung_kata_times_out_and_killed_worker_
         local = cluster.local_cluster(tmp_path / "dask")
     try:
         outcome = grade_class(  # unconfined: a confined grading sees no Dask worker to kill
-            entries, out, [GRAPH], scheduler=local.scheduler_address, timeout=8, confined=False
+            entries, out, [GRAPH], scheduler=local.scheduler_address, timeout=30, confined=False
         )
     finally:
         local.close()
@@ -296,7 +299,7 @@ def test_a_killed_worker_is_rescheduled_a_hung_kata_times_out_and_killed_worker_
     assert kata_of(error, GRAPH)["verdict"] == "not graded"
     hangs = grading(out, "hangs")
     assert hangs["status"] == "error" and kata_of(hangs, GRAPH)["verdict"] == "timed out"
-    assert "did not finish within 8 s, in test_matmul_graph" in kata_of(hangs, GRAPH)["cause"]
+    assert "did not finish within 30 s, in test_matmul_graph" in kata_of(hangs, GRAPH)["cause"]
     with (out / "class.csv").open() as handle:
         states = {row["id"]: row["grading_status"] for row in csv.DictReader(handle)}
     assert states == {"once": "graded", "always": "grader error", "hangs": "graded"}
