@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
-import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -287,9 +286,10 @@ def served(learner: Any, compiles: Compiles, probe: Callable[..., Any], *args: A
         with compiles.serving():
             return learner.run(probe, *args)
     worker = learner.submit(probe, *args)
+    worker.what = compiles.label  # a crash's or a hang's message names it
     deadline = time.monotonic() + time_limit_s
     try:
-        for _ in itertools.count():
+        while True:
             worker.limit = max(1.0, deadline - time.monotonic())
             done, value = worker.step(compiles)
             if done:
@@ -302,4 +302,3 @@ def served(learner: Any, compiles: Compiles, probe: Callable[..., Any], *args: A
         if not getattr(exc, "__notes__", None):  # raised here (a timeout, a refusal)
             learner.close(kill=True)  # it may still run, or wait for an answer
         raise
-    return None
