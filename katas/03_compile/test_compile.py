@@ -10,12 +10,13 @@ import sys
 
 import pytest
 
+from xtc_katas.checks.compiles import Compiles, HarnessModule, RecordingBackend, build, served
 from xtc_katas.checks.kinds import Asked, baseline_probe
 from xtc_katas.checks.schedule import fresh_scheduler, replay
 from xtc_katas.kata.problems import Matmul
 from xtc_katas.measure import machine_description, numerics
-from xtc_katas.measure.isolation import run_isolated
-from xtc_katas.measure.observed import Observation, Proxy, timed_module, within_own_times
+from xtc_katas.measure.isolation import TIME_LIMIT_S, run_isolated
+from xtc_katas.measure.observed import Proxy, within_own_times
 from xtc_katas.measure.timing import (
     FEW_LONG_ROUNDS,
     fastest_call,
@@ -33,34 +34,46 @@ def naive(problem, backend, workdir):
     return workdir.compile(impl, impl.get_scheduler().schedule(), stem="naive")
 
 
-def baseline_outputs(module, problem, backend, dump_file, kinds):
-    """In the learner's process: compile_baseline's module, where it was written, and its
-    outputs on the harness's inputs (compared with numpy here, in the harness's)."""
+def baseline_compile(module, problem, backend, dump_file):
+    """In the learner's process: compile_baseline through a Backend that records its
+    compiles as data (checks/compiles.py): the last one, and the returned module's file
+    name (None, None: it returned None)."""
     os.makedirs(os.path.dirname(dump_file), exist_ok=True)  # a graded worker's own /tmp
-    compiled = module.compile_baseline(problem.graph(), backend.Backend, dump_file)
+    handed = RecordingBackend(backend.Backend, "03_compile › compile_baseline()")
+    compiled = module.compile_baseline(problem.graph(), handed.Backend, dump_file)
     if compiled is None:
         return None, None
-    return compiled.file_name, numerics.outputs(compiled, problem, kinds)
+    return (handed.compiles or [None])[-1], str(compiled.file_name)
+
+
+def assert_baseline_computes(made, problem, backend, workdir, kinds):
+    """compile_baseline's compile, recorded in its process, built and compiled again by the
+    harness, and its outputs checked here: what the learner's process says of its module
+    (its outputs, that it compiled) is not read."""
+    assert made is not None, (
+        "03_compile › compile_baseline() returned a module without compiling a schedule of "
+        "the Backend it was given: make the scheduler, the schedule and the compiler from "
+        "that `Backend(graph)`, and return what its compiler compiled (the lesson's 'XTC's "
+        "primitives')"
+    )
+    module = build(made, backend, problem, workdir.dump_file("learner_again"))
+    numerics.assert_computes(module, problem, backend.name, kinds)
 
 
 def test_compile_baseline_computes_the_matmul(learner_module, backend, workdir):
     dump_file = workdir.dump_file("learner")
-    file_name, outputs = learner_module.run(
-        baseline_outputs, TUTORIAL, backend, dump_file, ("random", "edge")
-    )
+    made, file_name = learner_module.run(baseline_compile, TUTORIAL, backend, dump_file)
     assert file_name is not None, "compile_baseline must return the compiled module"
     assert file_name.startswith(dump_file), (
         f"the module was written to {file_name}: pass dump_file={dump_file!r} to "
         "get_compiler (a reused dump_file makes old modules run new kernels)"
     )
-    numerics.assert_outputs(outputs, TUTORIAL, backend.name)
+    assert_baseline_computes(made, TUTORIAL, backend, workdir, ("random", "edge"))
 
 
 def test_compile_baseline_computes_matmul_then_relu(learner_module, backend, workdir):
-    _, outputs = learner_module.run(
-        baseline_outputs, WITH_RELU, backend, workdir.dump_file(), ("signed", "edge")
-    )
-    numerics.assert_outputs(outputs, WITH_RELU, backend.name)
+    made, _ = learner_module.run(baseline_compile, WITH_RELU, backend, workdir.dump_file())
+    assert_baseline_computes(made, WITH_RELU, backend, workdir, ("signed", "edge"))
 
 
 def baseline_calls(learner_module, backend):
@@ -129,9 +142,19 @@ class FakeModule:
         return self.result
 
 
-def percent_of_fake(module, fake):
-    """In the learner's process: percent_of_peak_of on `fake`, and how often it evaluated."""
-    return module.percent_of_peak_of(fake, fmas=10**6, peak_fmas_per_s=2e9), fake.evaluated
+def percent_of_kept(module, fmas, peak):
+    """In the learner's process: percent_of_peak_of on the module the harness keeps
+    (checks/compiles.py: each of its evaluations is run, and seen, by the harness)."""
+    return module.percent_of_peak_of(HarnessModule(0), fmas, peak)
+
+
+def percent_observed(learner_module, kept, fmas, peak, where):
+    """percent_of_peak_of on `kept`, a module of the harness's: its figure, and what the
+    harness saw it do with the module (the times its evaluations returned, their count)."""
+    compiles = Compiles(None, TUTORIAL, None, where)
+    compiles.keep(kept)
+    got = served(learner_module, compiles, percent_of_kept, fmas, peak, time_limit_s=TIME_LIMIT_S)
+    return got, compiles.observations[0]
 
 
 def why_not_50(got) -> str:
@@ -150,7 +173,10 @@ def why_not_50(got) -> str:
 
 
 def test_percent_of_peak_of_uses_the_fastest_call(learner_module):
-    got, evaluated = learner_module.run(percent_of_fake, FakeModule([3e-3, 1e-3, 2e-3]))
+    got, observation = percent_observed(
+        learner_module, FakeModule([3e-3, 1e-3, 2e-3]), 10**6, 2e9, "percent_of_peak_of()"
+    )
+    evaluated = observation.runs
     assert evaluated >= 1, "percent_of_peak_of must evaluate the module"
     # 1e6 FMAs in 1 ms = 1e9 FMA/s, half of a 2e9 FMA/s peak.
     assert got == pytest.approx(50.0), f"03_compile › percent_of_peak_of(): {why_not_50(got)}"
@@ -185,28 +211,16 @@ def test_percent_of_peak_of_raises_on_a_failed_run_that_returned_times(learner_m
         )
 
 
-def percent_observed(module, backend, dump_file, peak):
-    """In the learner's process: percent_of_peak_of on the naive kernel compiled there,
-    and what it did with it (its evaluators' times, its runs)."""
-    os.makedirs(os.path.dirname(dump_file), exist_ok=True)  # a graded worker's own /tmp
-    impl = backend.Backend(TUTORIAL.graph())
-    compiled = impl.get_compiler(dump_file=dump_file, shared_lib=True).compile(
-        impl.get_scheduler().schedule()
-    )
-    observation = Observation()
-    got = module.percent_of_peak_of(timed_module(compiled, observation), TUTORIAL.fmas, peak)
-    return got, observation
-
-
 @pytest.mark.perf  # the harness times the kernel too: not beside other tests (pytest -n)
 def test_percent_of_peak_of_a_real_module_agrees_with_the_harness(
     learner_module, backend, workdir, peak, record_perf
 ):
     module = naive(TUTORIAL, backend, workdir)
-    # Your function runs the kernel in its own process: a crash fails this test only. The
-    # module it gets keeps the times its evaluators return (measure/observed.py).
-    got, observation = learner_module.run(
-        percent_observed, backend, workdir.dump_file("naive"), peak()
+    # Your function gets a module the harness keeps: each evaluation it makes runs in a
+    # child of the harness (a crash fails this test only), which keeps the times it
+    # returned (checks/compiles.py).
+    got, observation = percent_observed(
+        learner_module, module, TUTORIAL.fmas, peak(), "percent_of_peak_of()"
     )
     record_perf(percent_of_peak=got)
     assert observation.runs, (

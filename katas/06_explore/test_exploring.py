@@ -18,7 +18,6 @@ from xtc_katas.checks.kinds import kind_of
 from xtc_katas.checks.schedule import schedule_spec
 from xtc_katas.kata.problems import TUTORIAL
 from xtc_katas.measure import numerics
-from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S
 
 HARNESS_SPECS = [
     ("naive i,j,k", {"i": {}, "j": {}, "k": {}}),
@@ -48,31 +47,27 @@ def searches():
     return {}
 
 
-def searched(module, backend, specs, peak):
-    """In the learner's process: `explore` over `specs`, through a Backend that counts its
-    compiles and keeps the times its evaluators return (checks/search.py)."""
-    counter = search_checks.CompileCounter(backend.Backend)
-    generator = module.explore(TUTORIAL.graph(), counter.Backend, specs, peak)
-    return search_checks.take_all(generator, counter, WHERE)
+def explore_over(module, graph, Backend, specs, peak):
+    """In the learner's process: the search over `specs` (nothing else kept)."""
+    return module.explore(graph, Backend, specs, peak), None
 
 
-def search(searches, learner_module, backend, peak, specs, key):
+def search(searches, learner_module, backend, peak, specs, key, workdir):
+    """Your `explore` over `specs`, each of its compiles and evaluations made by the
+    harness (checks/compiles.py): the record of its run is the harness's own."""
     if (backend.name, key) not in searches:
-        searches[backend.name, key] = learner_module.run(
-            searched,
-            backend,
-            specs,
-            peak(),
-            what="a kernel of your search",
-            time_limit_s=SEARCH_TIME_LIMIT_S,
-        )
+        searches[backend.name, key] = search_checks.run_search(
+            learner_module, workdir, WHERE, explore_over, backend, TUTORIAL, specs, peak()
+        )[1]
     return searches[backend.name, key]
 
 
 @pytest.fixture
 def harness_run(searches, learner_module, backend, peak, workdir):
     """The harness-list search, run on first call inside a test (so a stub fails the test)."""
-    return lambda: search(searches, learner_module, backend, peak, HARNESS_SPECS, "harness")
+    return lambda: search(
+        searches, learner_module, backend, peak, HARNESS_SPECS, "harness", workdir
+    )
 
 
 def compiled(spec, label, backend, workdir, stem):
@@ -140,7 +135,7 @@ def test_candidate_specs_best_found_keeps_up_and_beats_vectorize_where_it_pays(
     searches, learner_module, kata_entry, backend, peak, workdir, task
 ):
     specs = learner_module.candidate_specs()
-    run = search(searches, learner_module, backend, peak, specs, "learner")
+    run = search(searches, learner_module, backend, peak, specs, "learner", workdir)
     search_checks.require(search_checks.contract_mistakes(run, names(specs), "spec"), WHERE)
     # Your search's timer ranks the candidates; the harness re-times its best five side
     # by side (one short timing each can rank a slower one first) and races the fastest.
@@ -217,7 +212,9 @@ def test_explore_reports_what_the_harness_measures(
     # candidate_specs, the task before this one, is written).
     with contextlib.suppress(NotImplementedError):
         own_specs = dict(learner_module.candidate_specs())
-        own = search(searches, learner_module, backend, peak, list(own_specs.items()), "learner")
+        own = search(
+            searches, learner_module, backend, peak, list(own_specs.items()), "learner", workdir
+        )
 
         def own_twin(name):
             label = f"candidate_specs() › {name!r}"

@@ -17,7 +17,6 @@ from xtc_katas.checks.kinds import Asked, recorded_calls
 from xtc_katas.checks.schedule import fresh_scheduler, replay
 from xtc_katas.kata.problems import STRATEGY
 from xtc_katas.measure import numerics
-from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S
 
 NUM, SEED = 30, 42  # the quality run: the tutorial's 30 samples of seed 42
 INVALID_AT = 1
@@ -62,37 +61,33 @@ def searches():
 WHERE = "07_strategies › explore_strategy()"
 
 
-def searched(module, backend, peak, own):
+def explore_over(module, graph, Backend, peak, own):
     """In the learner's process: `explore_strategy` over the learner's own strategy (30
-    samples of seed 42) or the harness's (4 of seed 0), through a Backend that counts its
-    compiles and keeps its evaluators' times (checks/search.py): (the samples, the run)."""
-    graph = STRATEGY.graph()
+    samples of seed 42) or the harness's (4 of seed 0), and the samples it searches."""
     strategy = module.make_strategy(graph) if own else harness_strategy(graph)
     num, seed = (NUM, SEED) if own else (4, 0)
-    counter = search_checks.CompileCounter(backend.Backend)
-    generator = module.explore_strategy(graph, counter.Backend, strategy, num, seed, peak)
-    run = search_checks.take_all(generator, counter, WHERE)
-    return [list(s) for s in strategy.sample(num, seed)], run
+    samples = [list(s) for s in strategy.sample(num, seed)]
+    return module.explore_strategy(graph, Backend, strategy, num, seed, peak), samples
 
 
-def search(searches, learner_module, backend, peak, own):
+def search(searches, learner_module, backend, peak, own, workdir):
+    """The search, each of its compiles and evaluations made by the harness
+    (checks/compiles.py): (the samples, the harness's record of the run)."""
     key = (backend.name, own)
     if key not in searches:
-        searches[key] = learner_module.run(
-            searched,
-            backend,
-            peak(),
-            own,
-            what="a kernel of your search",
-            time_limit_s=SEARCH_TIME_LIMIT_S,
+        samples, run = search_checks.run_search(
+            learner_module, workdir, WHERE, explore_over, backend, STRATEGY, peak(), own
         )
+        if not own:  # the harness's strategy's samples: drawn here
+            samples = [list(s) for s in harness_strategy(STRATEGY.graph()).sample(4, 0)]
+        searches[key] = samples, run
     return searches[key]
 
 
 @pytest.fixture
 def harness_run(searches, learner_module, backend, peak, workdir):
     """The harness-strategy search, run on first call inside a test (so a stub fails it)."""
-    return lambda: search(searches, learner_module, backend, peak, own=False)
+    return lambda: search(searches, learner_module, backend, peak, own=False, workdir=workdir)
 
 
 def sample_calls(module, backend, picked):
@@ -155,7 +150,7 @@ def test_make_strategy_best_of_30_samples_keeps_up_with_the_register_tile(
     searches, learner_module, backend, peak, workdir, task
 ):
     name = learner_module.run(strategy_facts)[0]
-    samples, run = search(searches, learner_module, backend, peak, own=True)
+    samples, run = search(searches, learner_module, backend, peak, own=True, workdir=workdir)
     search_checks.require(search_checks.contract_mistakes(run, samples, "sample"), WHERE)
     # Your search's timer ranks the samples; the harness re-times its best five side by
     # side (one short timing each can rank a slower one first) and races the fastest.
@@ -221,7 +216,9 @@ def test_explore_strategy_reports_what_the_harness_measures(
     # The same holds on your own strategy's samples, the search `xtc-katas explore 7`
     # shows (once make_strategy, the task before this one, is written).
     with contextlib.suppress(NotImplementedError):
-        own_samples, own = search(searches, learner_module, backend, peak, own=True)
+        own_samples, own = search(
+            searches, learner_module, backend, peak, own=True, workdir=workdir
+        )
         names = [str(sample) for sample in own_samples]
 
         def own_twin(name):

@@ -2,9 +2,14 @@
 
 A search is a generator of `(index, total, candidate, percent_of_peak)`. The checks here
 hold it to its contract (order, totals, candidates as given, floats), to laziness (one
-compile per item taken, counted by a Backend wrapper), to robustness (a broken candidate
-scores 0.0 and the search goes on) and to honesty (what it reports comes from the times
-its evaluators returned, or agrees with the harness's own timing of the candidate).
+compile per item taken), to robustness (a broken candidate scores 0.0 and the search goes
+on) and to honesty (what it reports comes from the times its evaluators returned, or
+agrees with the harness's own timing of the candidate).
+
+The search runs in the learner's process, where its code can rebind anything, the
+harness's probes included: so its compiles and evaluations are made by the harness, as
+they are asked (checks/compiles.py), and the record of its run (SearchRun) is kept here,
+from what the harness compiled and timed and the items it was told (`run_search`).
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
+from types import ModuleType
 from typing import Any
 
+from xtc_katas.checks.compiles import Compiles, RecordingBackend, ask, compiled_by_harness, served
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure import wire
-from xtc_katas.measure.isolation import run_isolated
+from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S, run_isolated
 from xtc_katas.measure.observed import Observation, Proxy, timed_module, within_own_times
 from xtc_katas.measure.timing import (
     FEW_LONG_ROUNDS,
@@ -34,9 +41,10 @@ class SearchMistake(KataFailure):
 
 
 class CompileCounter:
-    """Counts the compiles a search makes through the Backend class it is handed, and
-    keeps what each compiled module's evaluators returned and whether it ran at all: what
-    the learner's figure comes from (measure/observed.py)."""
+    """Counts the compiles a search run in this process makes through the Backend class
+    it is handed (a harness test's search of fakes), and keeps what each compiled
+    module's evaluators returned and whether it ran at all (measure/observed.py). A
+    learner's search is counted by the harness instead (run_search)."""
 
     def __init__(self, backend_class: Any) -> None:
         self.compiles = 0
@@ -84,33 +92,109 @@ class SearchRun:
         return {name: item[3] for name, item in zip(names, self.items, strict=False)}
 
 
-def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
-    """Drain the generator, noting the compile count around the first item."""
+#: A search yields one item per candidate (32 at most, kata 06; 30 samples, kata 07):
+#: past this many, or an item this large, it is not kept (the harness's memory).
+MAX_ITEMS = 1024
+MAX_ITEM_BYTES = 64 << 10
+
+
+class SearchLog:
+    """The record of a search's run, kept where its compiles are counted (`counter`: a
+    harness's checks/compiles.Compiles, or a CompileCounter of this process): told when
+    the generator starts and each item it yields, in order (`drain`)."""
+
+    def __init__(self, counter: Any, where: str = "the search") -> None:
+        self.counter, self.where = counter, where
+        self.run = SearchRun()
+        self._seen = 0
+
+    def started(self) -> None:
+        self.run.compiles_before_first = self._seen = self.counter.compiles
+
+    def item(self, item: Any) -> None:
+        if len(self.run.items) >= MAX_ITEMS:
+            raise SearchMistake(f"{self.where} yielded more than {MAX_ITEMS} items")
+        if len(wire.encode(wire.to_wire(item))) > MAX_ITEM_BYTES:
+            item = f"an item of more than {MAX_ITEM_BYTES} bytes"
+        own = self.counter.observations[self._seen :]
+        self.run.items.append(item)
+        self.run.times.append([t for observation in own for t in observation.times])
+        self.run.ran.append(any(observation.runs for observation in own))
+        self._seen = self.counter.compiles
+        if len(self.run.items) == 1:
+            self.run.compiles_after_first = self.counter.compiles
+
+    def __call__(self, question: tuple) -> None:
+        """A question of `drain`: ("started",) or ("item", item)."""
+        if question[0] == "item":
+            self.item(question[1])
+        else:
+            self.started()
+
+    def finish(self) -> SearchRun:
+        self.run.compiles = self.counter.compiles
+        self.run.dump_files = list(self.counter.dump_files)
+        return self.run
+
+
+def drain(generator: Any, where: str, tell: Callable[[tuple], Any]) -> None:
+    """Drain the generator, telling `tell` ("started",), then ("item", item) for each
+    item as it is yielded (a SearchLog, or the harness that keeps one)."""
     if not isinstance(generator, Iterator):
         raise SearchMistake(
             f"{where} returned a {type(generator).__name__}, not a generator: use `yield` "
             "inside the loop, so each candidate is measured only when it is asked for"
         )
-    run = SearchRun(compiles_before_first=counter.compiles)
+    tell(("started",))
+    count = 0
     try:
-        compiled = counter.compiles
         for item in generator:
-            own = counter.observations[compiled:]
-            run.items.append(item)
-            run.times.append([t for observation in own for t in observation.times])
-            run.ran.append(any(observation.runs for observation in own))
-            compiled = counter.compiles
-            if len(run.items) == 1:
-                run.compiles_after_first = counter.compiles
+            count += 1
+            tell(("item", item))
     except Exception as exc:
         raise SearchMistake(
-            f"{where} raised {type(exc).__name__}: {exc} after {len(run.items)} items. A "
+            f"{where} raised {type(exc).__name__}: {exc} after {count} items. A "
             "search must survive a bad candidate: wrap one candidate's work in try/except "
             "Exception, yield 0.0 for it, and go on"
         ) from exc
-    run.compiles = counter.compiles
-    run.dump_files = list(counter.dump_files)
-    return run
+
+
+def take_all(generator: Any, counter: CompileCounter, where: str) -> SearchRun:
+    """Drain a generator run in this process, its compiles counted by `counter`."""
+    log = SearchLog(counter)
+    drain(generator, where, log)
+    return log.finish()
+
+
+def searched_by_harness(
+    module: ModuleType, feed: Callable[..., Any], where: str, backend: Any, problem: Problem,
+    *args: Any,
+) -> Any:  # fmt: skip
+    """In the learner's process: the search `feed(module, graph, Backend, *args)` returns,
+    with what else it keeps (generator, kept), drained, each of its compiles and
+    evaluations asked of the harness (checks/compiles.py), each item told it as it is
+    yielded. Returns `kept`: the harness keeps the record of the run."""
+    handed = RecordingBackend(backend.Backend, where, compiled_by_harness)
+    generator, kept = feed(module, problem.graph(), handed.Backend, *args)
+    drain(generator, where, ask)
+    return kept
+
+
+def run_search(
+    learner: Any, workdir: Any, where: str, feed: Callable[..., Any], backend: Any,
+    problem: Problem, *args: Any,
+) -> tuple[Any, SearchRun]:  # fmt: skip
+    """The learner's search of `problem` on `backend` (`feed`, run in its process: see
+    searched_by_harness), compiled, evaluated and counted here (checks/compiles.py):
+    what `feed` kept, and the SearchRun of what this process did for the search."""
+    compiles = Compiles(backend, problem, workdir, where)
+    log = SearchLog(compiles, where)
+    compiles.others.update(started=log.started, item=log.item)
+    kept = served(
+        learner, compiles, searched_by_harness, feed, where, backend, problem, *args,
+        time_limit_s=SEARCH_TIME_LIMIT_S,
+    )  # fmt: skip
+    return kept, log.finish()
 
 
 #: A search ranks its candidates by its own timer, which under load can put a slow one
