@@ -225,7 +225,7 @@ def test_percent_of_peak_of_a_real_module_agrees_with_the_harness(
     record_perf(percent_of_peak=got)
     assert observation.runs, (
         f"03_compile › percent_of_peak_of() returned {got!r} without running the module it "
-        "was given (no module.get_evaluator() nor get_executor()): time the module it "
+        "was given (no module.get_evaluator() on it): time the module it "
         "is given, with its own evaluator (the lesson's 'XTC's primitives')"
     )
     times = observation.times

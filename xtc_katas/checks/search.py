@@ -332,7 +332,7 @@ def honesty_mistakes(
         if not run.ran[n]:
             unrun.append(
                 f"for {name!r} it reported {reported_percent(figure)} of peak without running "
-                "the module compiled for it (no get_evaluator() or get_executor() on that "
+                "the module compiled for it (no get_evaluator() on that "
                 "module before the item was yielded; timing an earlier candidate's module "
                 "again does not count): compile, time and report each candidate from its own "
                 "module"
