@@ -18,6 +18,7 @@ from xtc_katas.kata.manifest import find
 
 COMPILE = find(3)
 EXPLORE = find(6)
+STRATEGIES = find(7)
 
 #: kata 03's compile_baseline compiles nothing. The harness reads the compile it is to
 #: build again from the learner's process (`handed.compiles[-1]` in the test's
@@ -173,3 +174,50 @@ def test_a_figure_of_millions_of_nested_lists_stays_small_in_the_grader(tmp_path
     print(doc["katas"], peak_kib, size)
     assert size < 16 << 20, f"grading.json is {size:,} bytes"
     assert peak_kib < 1 << 20, f"the grader (this process) peaked at {peak_kib:,} KiB"
+
+
+#: kata 07's explore_strategy, the same door as kata 06's: each sample is only generated
+#: on a scratch scheduler (an invalid one scores 0.0), and XTC's default schedule is
+#: compiled and timed in its place. On main at 422a1e7 (MLIR, confined) kata 07 was
+#: graded "passed", 2/2, every explore_strategy test "pass".
+NAIVE_STRATEGY_SEARCH = """
+def explore_strategy(
+    graph: Any, Backend: Any, strategy: Any, num: int, seed: int, peak_fmas_per_s: float
+) -> Iterator[tuple[int, int, list[int], float]]:
+    '''Never compiles a sample: each is only generated on a scratch scheduler (an invalid
+    one raises, and scores 0.0), and the naive default schedule is compiled and timed in
+    its place.'''
+    samples = list(strategy.sample(num, seed))
+    total = len(samples)
+    fmas = graph.ops_count()
+    with tempfile.TemporaryDirectory(prefix="xtc-strategy-") as scratch:
+        for index, sample in enumerate(samples):
+            try:
+                strategy.generate(Backend(graph).get_scheduler(), sample)
+                backend = Backend(graph)
+                naive = backend.get_scheduler().schedule()
+                compiler = backend.get_compiler(dump_file=f"{scratch}/s{index}", shared_lib=True)
+                module = compiler.compile(naive)
+                times, code, message = module.get_evaluator(repeat=5, min_repeat_ms=20).evaluate()
+                if code != 0 or not times:
+                    raise RuntimeError(message)
+                percent = 100.0 * fmas / min(times) / peak_fmas_per_s
+            except Exception:
+                percent = 0.0
+            yield index, total, list(sample), percent
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.perf
+@pytest.mark.timeout(1800)
+def test_a_strategy_search_that_times_the_naive_schedule_for_every_sample_does_not_pass(
+    tmp_path: Path,
+) -> None:
+    source = planted.with_function(
+        planted.partly_solved(STRATEGIES), "explore_strategy", NAIVE_STRATEGY_SEARCH
+    )
+    doc = _graded(tmp_path, "naive07", STRATEGIES, source)
+    tasks = doc["katas"][0]["tasks"]
+    print(doc["katas"])
+    assert tasks["explore_strategy"] == "failed", tasks
