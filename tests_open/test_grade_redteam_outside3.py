@@ -1,7 +1,8 @@
 """The third outside red team's attacks that landed (issue 55, item 6, round 3, on main at
 422a1e7), each a planted submission graded through the real LocalCluster in bubblewrap,
 as `xtc-katas grade` runs it (MLIR), asserting the SAFE outcome: each fails while its
-door is open."""
+door is open (all four failed on 422a1e7: kata 03 in 33 s with kata 06's, the nested
+figure in 541 s, kata 07 in 51 s, on a 2-vCPU AMD EPYC shared with other work)."""
 
 from __future__ import annotations
 
