@@ -20,6 +20,34 @@ from xtc_katas.kata.manifest import find
 COMPILE = find(3)
 
 
+#: kata 03's compile_baseline compiles nothing. The harness reads the compile it is to
+#: build again from the learner's process (`handed.compiles[-1]` in the test's
+#: baseline_compile), whose code can put any record there: a forged `Compile` of no
+#: calls. The harness then compiles the default schedule itself and its outputs are
+#: right; the module returned is a fake whose file_name starts with dump_file. On main
+#: at 422a1e7 its two tests passed. The harness now keeps the record of each compile
+#: it was asked for, on its side (katas/03_compile/test_compile.py, compiled_baseline).
+FORGED_BASELINE = """
+def compile_baseline(graph: XTCGraph, Backend: Any, dump_file: str) -> Any:
+    '''Compiles nothing: makes a scheduler (the no-transformation probe wants one), puts a
+    forged compile record in the caller's RecordingBackend, returns a fake module.'''
+    import sys
+
+    from xtc_katas.checks.compiles import Compile
+
+    Backend(graph).get_scheduler()
+    caller = sys._getframe(1).f_locals
+    handed = caller.get("handed")
+    if handed is not None:
+        handed.compiles.append(Compile([], None, dump_file, True))
+
+    class Fake:
+        file_name = dump_file + ".so"
+
+    return Fake()
+"""
+
+
 def _graded(tmp_path: Path, name: str, kata, source: str) -> dict:
     sub = tmp_path / "subs" / name
     planted.write(sub, {kata.id: source})
@@ -68,3 +96,17 @@ def test_a_figure_of_millions_of_nested_lists_stays_small_in_the_grader(tmp_path
     print(doc["katas"], peak_kib, size)
     assert size < 16 << 20, f"grading.json is {size:,} bytes"
     assert peak_kib < 1 << 20, f"the grader (this process) peaked at {peak_kib:,} KiB"
+
+
+@pytest.mark.slow
+@pytest.mark.perf
+@pytest.mark.timeout(900)
+def test_a_baseline_that_forges_its_compile_record_does_not_pass(tmp_path: Path) -> None:
+    source = planted.with_function(
+        planted.partly_solved(COMPILE), "compile_baseline", FORGED_BASELINE
+    )
+    doc = _graded(tmp_path, "forged03", COMPILE, source)
+    tasks = doc["katas"][0]["tasks"]
+    print(doc["katas"])
+    assert doc["katas"][0]["verdict"] != "passed", doc["katas"]
+    assert tasks["compile_baseline"] == "failed", tasks

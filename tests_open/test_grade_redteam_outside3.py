@@ -2,8 +2,9 @@
 at 422a1e7), each a planted submission graded through the real LocalCluster in bubblewrap,
 as `xtc-katas grade` runs it (MLIR), asserting the SAFE outcome: each fails while its door
 is open (on 422a1e7: kata 03's in 33 s with kata 06's, kata 07's in 51 s, on a 2-vCPU AMD
-EPYC shared with other work). The round's fourth, a figure of millions of nested lists,
-moved to tests/test_grade_redteam_outside3.py when its door closed."""
+EPYC shared with other work). Two of the round's attacks (a forged compile record, a
+figure of millions of nested lists) moved to tests/test_grade_redteam_outside3.py when
+their doors closed."""
 
 from __future__ import annotations
 
@@ -20,32 +21,6 @@ from xtc_katas.kata.manifest import find
 COMPILE = find(3)
 EXPLORE = find(6)
 STRATEGIES = find(7)
-
-#: kata 03's compile_baseline compiles nothing. The harness reads the compile it is to
-#: build again from the learner's process (`handed.compiles[-1]` in the test's
-#: baseline_compile), whose code can put any record there: a forged `Compile` of no
-#: calls. The harness then compiles the default schedule itself and its outputs are
-#: right; the module returned is a fake whose file_name starts with dump_file. On main
-#: at 422a1e7 its two tests passed.
-FORGED_BASELINE = """
-def compile_baseline(graph: XTCGraph, Backend: Any, dump_file: str) -> Any:
-    '''Compiles nothing: makes a scheduler (the no-transformation probe wants one), puts a
-    forged compile record in the caller's RecordingBackend, returns a fake module.'''
-    import sys
-
-    from xtc_katas.checks.compiles import Compile
-
-    Backend(graph).get_scheduler()
-    caller = sys._getframe(1).f_locals
-    handed = caller.get("handed")
-    if handed is not None:
-        handed.compiles.append(Compile([], None, dump_file, True))
-
-    class Fake:
-        file_name = dump_file + ".so"
-
-    return Fake()
-"""
 
 #: kata 03's generated_code compiles nothing either: canned text holding each backend's
 #: markers for each stage (the test reads only the text the learner's process returns).
@@ -111,15 +86,12 @@ def _graded(tmp_path: Path, name: str, kata, source: str) -> dict:
 @pytest.mark.slow
 @pytest.mark.perf
 @pytest.mark.timeout(900)
-def test_a_baseline_that_compiles_nothing_and_canned_code_do_not_pass(tmp_path: Path) -> None:
+def test_a_generated_code_that_returns_canned_text_does_not_pass(tmp_path: Path) -> None:
     source = planted.partly_solved(COMPILE)
-    source = planted.with_function(source, "compile_baseline", FORGED_BASELINE)
     source = planted.with_function(source, "generated_code", CANNED_CODE)
-    doc = _graded(tmp_path, "forged03", COMPILE, source)
+    doc = _graded(tmp_path, "canned03", COMPILE, source)
     tasks = doc["katas"][0]["tasks"]
     print(doc["katas"])
-    assert doc["katas"][0]["verdict"] != "passed", doc["katas"]
-    assert tasks["compile_baseline"] == "failed", tasks
     assert tasks["generated_code"] == "failed", tasks
 
 

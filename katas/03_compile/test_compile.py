@@ -10,7 +10,13 @@ import sys
 
 import pytest
 
-from xtc_katas.checks.compiles import Compiles, HarnessModule, RecordingBackend, build, served
+from xtc_katas.checks.compiles import (
+    Compiles,
+    HarnessModule,
+    RecordingBackend,
+    compiled_by_harness,
+    served,
+)
 from xtc_katas.checks.kinds import Asked, baseline_probe
 from xtc_katas.checks.schedule import fresh_scheduler, replay
 from xtc_katas.kata.problems import Matmul
@@ -35,45 +41,57 @@ def naive(problem, backend, workdir):
 
 
 def baseline_compile(module, problem, backend, dump_file):
-    """In the learner's process: compile_baseline through a Backend that records its
-    compiles as data (checks/compiles.py): the last one, and the returned module's file
-    name (None, None: it returned None)."""
+    """In the learner's process: compile_baseline through a Backend whose compiles the
+    harness makes (checks/compiles.py): the returned module's file name (None: it
+    returned None)."""
     os.makedirs(os.path.dirname(dump_file), exist_ok=True)  # a graded worker's own /tmp
-    handed = RecordingBackend(backend.Backend, "03_compile › compile_baseline()")
+    handed = RecordingBackend(
+        backend.Backend, "03_compile › compile_baseline()", compiled_by_harness
+    )
     compiled = module.compile_baseline(problem.graph(), handed.Backend, dump_file)
-    if compiled is None:
-        return None, None
-    return (handed.compiles or [None])[-1], str(compiled.file_name)
+    return None if compiled is None else str(compiled.file_name)
 
 
-def assert_baseline_computes(made, problem, backend, workdir, kinds):
-    """compile_baseline's compile, recorded in its process, built and compiled again by the
-    harness, and its outputs checked here: what the learner's process says of its module
-    (its outputs, that it compiled) is not read."""
-    assert made is not None, (
+def compiled_baseline(learner_module, problem, backend, workdir, dump_file):
+    """compile_baseline run in the learner's process, each compile it asks made here: the
+    harness's record of them (a record the learner's process keeps could be forged: the
+    outside red team's round 3 passed a baseline that compiled nothing so), and the file
+    name of the module it returned."""
+    compiles = Compiles(backend, problem, workdir, "03_compile › compile_baseline()")
+    file_name = served(
+        learner_module, compiles, baseline_compile, problem, backend, dump_file,
+        time_limit_s=TIME_LIMIT_S,
+    )  # fmt: skip
+    return compiles, file_name
+
+
+def assert_baseline_computes(compiles, problem, backend, kinds):
+    """The last module compile_baseline asked for, compiled by the harness, its outputs
+    checked here: what the learner's process says of its module is not read."""
+    assert compiles.modules, (
         "03_compile › compile_baseline() returned a module without compiling a schedule of "
         "the Backend it was given: make the scheduler, the schedule and the compiler from "
         "that `Backend(graph)`, and return what its compiler compiled (the lesson's 'XTC's "
         "primitives')"
     )
-    module = build(made, backend, problem, workdir.dump_file("learner_again"))
-    numerics.assert_computes(module, problem, backend.name, kinds)
+    numerics.assert_computes(compiles.modules[-1], problem, backend.name, kinds)
 
 
 def test_compile_baseline_computes_the_matmul(learner_module, backend, workdir):
     dump_file = workdir.dump_file("learner")
-    made, file_name = learner_module.run(baseline_compile, TUTORIAL, backend, dump_file)
+    compiles, file_name = compiled_baseline(learner_module, TUTORIAL, backend, workdir, dump_file)
     assert file_name is not None, "compile_baseline must return the compiled module"
     assert file_name.startswith(dump_file), (
         f"the module was written to {file_name}: pass dump_file={dump_file!r} to "
         "get_compiler (a reused dump_file makes old modules run new kernels)"
     )
-    assert_baseline_computes(made, TUTORIAL, backend, workdir, ("random", "edge"))
+    assert_baseline_computes(compiles, TUTORIAL, backend, ("random", "edge"))
 
 
 def test_compile_baseline_computes_matmul_then_relu(learner_module, backend, workdir):
-    made, _ = learner_module.run(baseline_compile, WITH_RELU, backend, workdir.dump_file())
-    assert_baseline_computes(made, WITH_RELU, backend, workdir, ("signed", "edge"))
+    dump_file = workdir.dump_file()
+    compiles, _ = compiled_baseline(learner_module, WITH_RELU, backend, workdir, dump_file)
+    assert_baseline_computes(compiles, WITH_RELU, backend, ("signed", "edge"))
 
 
 def baseline_calls(learner_module, backend):
