@@ -14,7 +14,6 @@ from xtc_katas.checks.compiles import (
     Compiles,
     HarnessModule,
     RecordingBackend,
-    compiled_by_harness,
     served,
 )
 from xtc_katas.checks.kinds import Asked, baseline_probe
@@ -45,9 +44,7 @@ def baseline_compile(module, problem, backend, dump_file):
     harness makes (checks/compiles.py): the returned module's file name (None: it
     returned None)."""
     os.makedirs(os.path.dirname(dump_file), exist_ok=True)  # a graded worker's own /tmp
-    handed = RecordingBackend(
-        backend.Backend, "03_compile › compile_baseline()", compiled_by_harness
-    )
+    handed = RecordingBackend(backend.Backend, "03_compile › compile_baseline()")
     compiled = module.compile_baseline(problem.graph(), handed.Backend, dump_file)
     return None if compiled is None else str(compiled.file_name)
 

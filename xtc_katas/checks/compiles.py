@@ -71,18 +71,12 @@ class Compile:
 
 class RecordingBackend:
     """XTC's Backend class as the learner's function gets it: each compile of a schedule
-    made by one of its schedulers is recorded (`compiles`) and handed to
-    `on_compile(record, compile)`, which compiles it (`compile()`) or asks the harness."""
+    made by one of its schedulers is recorded as a `Compile` and asked of the harness
+    (`compiled_by_harness`), which keeps the record on its side: nothing is compiled in
+    the learner's process."""
 
-    def __init__(
-        self,
-        backend_class: Any,
-        label: str,
-        on_compile: Callable[[Compile, Callable[[], Any]], Any] | None = None,
-    ) -> None:
-        self.compiles: list[Compile] = []
+    def __init__(self, backend_class: Any, label: str) -> None:
         schedules: dict[int, tuple[Any, list[Call], str | None]] = {}
-        handle = on_compile or _compile_here
 
         def get_scheduler(get: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             sch, calls = recording(get(*args, **kwargs), label)
@@ -98,7 +92,7 @@ class RecordingBackend:
         def compiler(get: Callable[..., Any], *args: Any, **options: Any) -> Any:
             dump_file = options.get("dump_file")
 
-            def compile(run: Callable[..., Any], schedule: Any, *a: Any, **k: Any) -> Any:
+            def compile(_: Callable[..., Any], schedule: Any, *a: Any, **k: Any) -> Any:
                 found = schedules.get(id(schedule))
                 if found is None or found[0] is not schedule:
                     raise ValueError(
@@ -111,8 +105,7 @@ class RecordingBackend:
                     dump_file=dump_file if isinstance(dump_file, str) else None,
                     shared_lib=bool(options.get("shared_lib", False)),
                 )
-                self.compiles.append(made)
-                return handle(made, lambda: run(schedule, *a, **k))
+                return compiled_by_harness(made)
 
             return Proxy(get(*args, **options), compile=compile)
 
@@ -120,11 +113,6 @@ class RecordingBackend:
             return Proxy(make(*args, **kwargs), get_scheduler=get_scheduler, get_compiler=compiler)
 
         self.Backend = Proxy(backend_class, __call__=backend)
-
-
-def _compile_here(_: Compile, compile: Callable[[], Any]) -> Any:
-    """A RecordingBackend's default `on_compile`: XTC compiles, in this process."""
-    return compile()
 
 
 #: Where a harness's Compiles serves a local Learner's code (the references, a harness
@@ -163,9 +151,9 @@ class HarnessEvaluator:
         return list(times), code, message
 
 
-def compiled_by_harness(made: Compile, _: Callable[[], Any]) -> HarnessModule:
-    """A RecordingBackend's `on_compile` for a search: the harness compiles; a compile it
-    could not make raises here, in the learner's code, as XTC's would."""
+def compiled_by_harness(made: Compile) -> HarnessModule:
+    """The harness compiles `made`; a compile it could not make raises here, in the
+    learner's code, as XTC's would."""
     number = ask(("compile", made))
     if isinstance(number, str):
         raise RuntimeError(number)

@@ -21,7 +21,7 @@ from functools import partial
 from types import ModuleType
 from typing import Any
 
-from xtc_katas.checks.compiles import Compiles, RecordingBackend, ask, compiled_by_harness, served
+from xtc_katas.checks.compiles import Compiles, RecordingBackend, ask, served
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure import wire
@@ -174,7 +174,7 @@ def searched_by_harness(
     with what else it keeps (generator, kept), drained, each of its compiles and
     evaluations asked of the harness (checks/compiles.py), each item told it as it is
     yielded. Returns `kept`: the harness keeps the record of the run."""
-    handed = RecordingBackend(backend.Backend, where, compiled_by_harness)
+    handed = RecordingBackend(backend.Backend, where)
     generator, kept = feed(module, problem.graph(), handed.Backend, *args)
     drain(generator, where, ask)
     return kept
