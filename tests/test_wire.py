@@ -6,7 +6,6 @@ learner's worker, a fresh interpreter, holds none of the reference."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,6 +20,7 @@ import xtc.graphs.xtc.op  # noqa: F401  (a graph's first decoding imports it: no
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tools.attacks import GADGETS, attacker_stub
 from tools.copy_runs import run_python
 from xtc_katas.checks.confine import CONFINE_ENV
 from xtc_katas.checks.learner import Learner, reference_learner
@@ -30,18 +30,6 @@ from xtc_katas.kata.manifest import find
 from xtc_katas.measure import isolation, wire
 from xtc_katas.measure.isolation import NotPlainData, Worker
 
-
-def _attacks():
-    """tests/pickle_attacks.py, imported by its path (tests/ is no package)."""
-    spec = importlib.util.spec_from_file_location("xtc_katas_pickle_attacks", ATTACKS_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ATTACKS_PATH = Path(__file__).with_name("pickle_attacks.py")
-GADGETS, attacker_stub = _attacks().GADGETS, _attacks().attacker_stub
 TASK = "04_scheduling › schedule_interchange()"
 #: Audit events that mean code of the message's choosing ran, or wrote, in the harness.
 RAN = re.compile(
