@@ -473,3 +473,36 @@ def test_a_search_that_reuses_a_dump_file_is_told_the_field_notes_trap():
             assert "the same dump_file to several compiles (/s/k)" in mistakes[0]
             # 2nd teacher's report (issue 57): the fix is named, not the reference's path.
             assert "{scratch}" not in mistakes[0] and "'XTC's primitives'" in mistakes[0]
+
+
+def test_a_compile_past_the_limit_fails_with_its_cause_and_is_not_waited_for_again(
+    tmp_path, monkeypatch
+):
+    """k unrolled whole (512) takes MLIR ~10 s to compile (a 2-vCPU AMD EPYC family 25
+    model 1), k and j past 300 s: past the limit the compile's child is stopped, the test
+    fails naming the function and the likely cause, and the same compile fails at once."""
+    import time
+
+    import xtc.graphs.xtc.op as O
+    from xtc.backends.mlir import Backend
+
+    from xtc_katas.measure import isolation
+
+    monkeypatch.setattr(isolation, "TIME_LIMIT_S", 1.0)
+    a, b = O.tensor((4, 512), "float32", name="A"), O.tensor((512, 32), "float32", name="B")
+    with O.graph(name="matmul") as built:
+        O.matmul(a, b, name="C")
+    impl = Backend(built.graph)
+    scheduler = impl.get_scheduler()
+    scheduler.interchange(["i", "j", "k"])
+    scheduler.unroll({"k": 512, "j": 32})
+    workdir = Workdir(tmp_path)
+    for _ in range(2):
+        started = time.monotonic()
+        with pytest.raises(isolation.KernelTimedOut) as stopped:
+            workdir.compile(impl, scheduler.schedule(), "schedule_vectorize")
+        seconds = time.monotonic() - started
+        said = str(stopped.value)
+        assert "schedule_vectorize(): XTC's compile of its schedule ran for more than" in said
+        assert "a loop unrolled whole" in said
+    assert seconds < 1.0, f"the same compile was waited for again: {seconds:.1f} s"

@@ -209,7 +209,7 @@ def write_record(kind: str, key: str, value: Any) -> None:
         pass
 
 
-def _host_module(meta: dict[str, Any], so: str, graph: Any) -> Any:
+def host_module(meta: dict[str, Any], so: str, graph: Any) -> Any:
     """XTC's HostModule of the library `so`, with the fields `meta` (FIELDS)."""
     from xtc.targets.host.HostModule import HostModule
 
@@ -221,10 +221,10 @@ def copied(module: Any, fresh_path: str) -> Any:
     which a process maps at another address (timing.second_placements says why)."""
     so = f"{fresh_path}.so"
     shutil.copyfile(module.file_name, so)
-    return _host_module(_fields(module), so, module._graph)
+    return host_module(fields(module), so, module._graph)
 
 
-def _fields(module: Any) -> dict[str, Any]:
+def fields(module: Any) -> dict[str, Any]:
     """The FIELDS of XTC's HostModule `module`: what rebuilds it around another file."""
     return {field: getattr(module, f"_{field}") for field in FIELDS}
 
@@ -233,7 +233,7 @@ def store(path: Path, module: Any) -> None:
     """Keep `module`'s shared library and fields at `path`: written aside, renamed in."""
     if getattr(module, "file_type", None) != "shlib":
         return
-    meta = _fields(module)
+    meta = fields(module)
     path.parent.mkdir(parents=True, exist_ok=True)
     _prune_others(path.parent.parent, keep=path.parent.name)
     scratch = Path(tempfile.mkdtemp(prefix=".new-", dir=path.parent))
@@ -268,7 +268,7 @@ def compile_cached(
     meta, library = trusted(f"modules/{entry}/module.json"), trusted(f"modules/{entry}/module.so")
     if meta is not None and library is not None:
         Path(f"{fresh_path}.so").write_bytes(library)  # the bytes checked, not the file
-        return _host_module(json.loads(meta), f"{fresh_path}.so", graph)
+        return host_module(json.loads(meta), f"{fresh_path}.so", graph)
     path = cache_root() / entry
     try:
         meta = json.loads((path / "module.json").read_text())
@@ -276,7 +276,7 @@ def compile_cached(
     except (OSError, ValueError):
         pass  # absent or damaged: a miss
     else:
-        return _host_module(meta, f"{fresh_path}.so", graph)
+        return host_module(meta, f"{fresh_path}.so", graph)
     module = build()
     store(path, module)
     return module

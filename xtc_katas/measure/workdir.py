@@ -5,6 +5,11 @@ Reusing a dump_file in one process makes an older module object run the newer ke
 directory: so each test compiles into its own directory, its working directory too, with
 a new file name per compile. Kernels that do not change between runs may come from the
 on-disk cache (module_cache.py), still loaded from a fresh path.
+
+Every compile runs in a forked child with a time limit (`apart`): a schedule XTC takes
+minutes to compile (k and j unrolled whole: MLIR ran past 300 s) fails its test with a
+message, where it held the learner's run, or a grading, to its timeout (outside red team,
+round 4). The module is loaded here from the library the child wrote.
 """
 
 from __future__ import annotations
@@ -12,11 +17,37 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from xtc_katas.kata.failures import KataFailure
-from xtc_katas.measure import machine, module_cache
+from xtc_katas.measure import isolation, machine, module_cache
+
+#: Why a compile ran past the limit (isolation.TIME_LIMIT_S), after "... was stopped.".
+COMPILE_HINT = (
+    "Likely cause: a loop unrolled whole, or by hundreds: every unrolled iteration is code "
+    "the compiler generates and optimizes. Unroll the register tile's small loops (by 4 to "
+    "32), never k or a whole axis. Raise the limit with XTC_KATAS_KERNEL_TIME_LIMIT="
+    "<seconds> if it is just slow."
+)
+#: The compiles this process stopped, by what they compiled: not tried again (each test of
+#: a task compiles its schedule; the first one's wait is enough).
+_STOPPED: dict[tuple[str, ...], isolation.KernelTimedOut] = {}
+
+
+def apart(compile: Callable[[], tuple[Any, Any]], graph: Any, what: str) -> tuple[Any, Any]:
+    """`compile()` (a module and anything else it returns as data) in a forked child that
+    may run isolation.TIME_LIMIT_S: the module, loaded here from the library it wrote, and
+    the rest. Its errors are raised here; past the limit, KernelTimedOut naming `what`."""
+
+    def child() -> tuple[dict[str, Any], str, Any]:
+        module, rest = compile()
+        return module_cache.fields(module), module.file_name, rest
+
+    with isolation.Worker(child, what=what, hint=COMPILE_HINT) as worker:
+        fields, file_name, rest = worker.first
+    return module_cache.host_module(fields, file_name, graph), rest
 
 
 class CompileFailed(KataFailure):
@@ -62,6 +93,22 @@ class Workdir:
         )
 
     def _compile(self, backend_impl: Any, schedule: Any, dump_file: str, stem: str) -> Any:
+        graph = backend_impl._graph
+        key = (type(backend_impl).__qualname__, str(graph), str(schedule))
+        if key in _STOPPED:
+            raise _STOPPED[key]
+        try:
+            return apart(
+                lambda: (self._compile_here(backend_impl, schedule, dump_file, stem), None),
+                graph,
+                what=f"{stem}(): XTC's compile of its schedule",
+            )[0]
+        except isolation.KernelTimedOut as exc:
+            _STOPPED[key] = exc
+            raise
+
+    @staticmethod
+    def _compile_here(backend_impl: Any, schedule: Any, dump_file: str, stem: str) -> Any:
         compiler = backend_impl.get_compiler(dump_file=dump_file, shared_lib=True)
         chatter = io.StringIO()
         try:
