@@ -36,6 +36,17 @@ COMPILE_HINT = (
 _STOPPED: dict[tuple[str, ...], isolation.KernelTimedOut] = {}
 
 
+def signature(graph: Any) -> str:
+    """What a compile depends on in `graph`, without its tensors' uids (a process-wide
+    count: the same problem's graph, built again for each test, has others)."""
+    types = [(tuple(t.shape), str(t.dtype)) for t in graph.inputs_types]
+    nodes = [
+        (n.name, n.operator.name, sorted(vars(n.operator.attrs).items()))
+        for n in graph.nodes.values()
+    ]
+    return repr((graph.name, types, nodes))
+
+
 def apart(compile: Callable[[], tuple[Any, Any]], graph: Any, what: str) -> tuple[Any, Any]:
     """`compile()` (a module and anything else it returns as data) in a forked child that
     may run isolation.TIME_LIMIT_S: the module, loaded here from the library it wrote, and
@@ -94,7 +105,7 @@ class Workdir:
 
     def _compile(self, backend_impl: Any, schedule: Any, dump_file: str, stem: str) -> Any:
         graph = backend_impl._graph
-        key = (type(backend_impl).__qualname__, str(graph), str(schedule))
+        key = (type(backend_impl).__qualname__, signature(graph), str(schedule))
         if key in _STOPPED:
             raise _STOPPED[key]
         try:
