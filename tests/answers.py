@@ -161,7 +161,7 @@ FUSE = '"fuse_consumer": True'
 #: Vectorized tiles with k outermost (issue 59): LLVM unrolls the loops inside k by itself
 #: and keeps all 4x32 of C in registers, 16 ymm on AVX2, which spill (22-28 stack
 #: accesses a step, both backends); on AVX-512 they are 8 zmm and fit. Raced on Zen 3
-#: (AVX2), under load: 0.57-0.84x the reference (MLIR, and TVM's tile of 16), on the
+#: (AVX2), under load: 0.63-0.84x the reference (MLIR, and TVM's tile of 16), on the
 #: vectorize task's bar, whose verdict flipped between runs; TVM's one-vector tile read
 #: 1.03-1.24x. So the shape test tells the spill where it spills, every run: right
 #: answers on AVX-512, wrong ones on AVX2 (tests/test_right_answers.py judges both; not

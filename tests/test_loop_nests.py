@@ -190,7 +190,7 @@ def test_split_wants_segments_with_a_vectorized_main_part():
 def test_k_outside_the_rows_keeps_all_of_c_in_registers(monkeypatch, simd, spills):
     # k, i, j, j1: the loops inside k walk all 4x32 of C, 16 accumulators, which LLVM keeps
     # in registers: 22-30 stack accesses per step on AVX2 (AMD EPYC family 25 model 1).
-    # The schedule unrolls none of them; their race read 0.57-0.84x the reference there,
+    # The schedule unrolls none of them; their race read 0.63-0.84x the reference there,
     # on the bar, and flipped between runs (issue 59): the shape test tells the spill.
     monkeypatch.setattr(loop_nests, "machine", lambda: simd)
     k_outer = nest(

@@ -65,7 +65,7 @@ SPILLS = ("a 4x32 tile needs 16 vector accumulators", "16 vector registers (AVX2
 @pytest.mark.slow
 @pytest.mark.parametrize(("kata", "answer"), K_OUTER, ids=K_OUTER_IDS)
 def test_k_outermost_vectorized_answers_are_told_their_spill_as_avx2(tmp_path, kata, answer):
-    # Their 16 accumulators spill from AVX2's registers, and their races read 0.57-0.84x
+    # Their 16 accumulators spill from AVX2's registers, and their races read 0.63-0.84x
     # the reference there, on the bar: a verdict that flipped between runs (issue 59). The
     # shape test tells the spill, on both backends, every run; the numerics pass.
     code, out = answers.judge(tmp_path, kata, [answer], "-m", "not perf", "-rA", isa="avx2")

@@ -178,8 +178,8 @@ def accumulators_fit(loop_nest: Any, problem: Problem) -> list[str]:
     16 ymm of C in registers on AVX2, 22-28 stack accesses a step, both backends). Its
     accumulators, one vector of B per column vector and one broadcast must fit the
     register file, or they spill to memory at every step. Told for a plain tile too: on
-    Zen 3 (AVX2) that k-outermost nest read 0.60-0.84x the reference on MLIR and, j1 = 16,
-    0.57-0.75x on TVM, straddling the vectorize task's bar (cap 14 = ~0.63x the
+    Zen 3 (AVX2) that k-outermost nest read 0.63-0.84x the reference on MLIR and, j1 = 16,
+    0.64-0.75x on TVM (per race), straddling the vectorize task's bar (0.60-0.70x the
     reference), so its race flipped between runs; a shape test's verdict does not
     (docs/calibration/04_scheduling.md). On AVX-512 the same tile is 8 zmm and fits."""
     simd, reductions = machine(), problem.reduction_axes
