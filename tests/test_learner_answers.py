@@ -434,6 +434,28 @@ NEWCOMER = {
 }
 
 
+#: Kata 03's generated_code returning canned text that holds each backend's markers,
+#: compiling nothing (the outside red team's round 3, issue 55: its tests read only the
+#: text returned, and passed on main at 422a1e7). The text is now judged against what the
+#: harness's XTC printed for the compiles it made.
+WRONG[3] = [
+    [
+        Answer(
+            "generated_code",
+            body(
+                'canned = {"source_ir": "linalg.matmul T.prim_func",',
+                '          "transformed_ir": "scf.for\\nfor i in range(512):",',
+                '          "assembly": "vfmadd231ps %ymm0, %ymm1, %ymm2\\n  ret\\n"}',
+                "if what not in canned:",
+                "    raise ValueError(what)",
+                "return canned[what]",
+            ),
+            "generated_code_captures",
+            ("that XTC did not print for the 0 compile(s) it made", "'linalg.matmul T.prim_func'"),
+        ),
+    ],
+]
+
 #: Katas 04 and 05, compiled as for AVX2: j split outside k gives the remainder a k loop of
 #: its own, a chain of dependent adds (0.21-0.29x the reference, AMD EPYC family 25
 #: model 1); a 2-row tile under the loop over i reads all of B twice as often as 4 rows
