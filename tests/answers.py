@@ -159,15 +159,13 @@ PARALLEL = '"parallelize": True'
 FUSE = '"fuse_consumer": True'
 
 #: Vectorized tiles with k outermost (issue 59): LLVM unrolls the loops inside k by itself
-#: and keeps all 4x32 of C in registers, 16 ymm on AVX2, which spill (18-22 stack
-#: accesses a step, both backends); on AVX-512 they are 8 zmm and fit. Their shape is
-#: right: tests/test_right_answers.py judges each as AVX2 too (XTC_KATAS_ISA=avx2), and a
-#: failed race tells the spill (loop_nests.spilled_accumulators). Raced on Zen 3 (AVX2),
-#: under load, 4 runs of each kata: one vector a tile (lanes) read 0.75-0.95 (MLIR) and
-#: 1.03-1.30 (TVM) of the reference, margins over the bar 1.16-1.85, so the catalogue
-#: (RIGHT) holds them; a tile of 16, two vectors there, read 0.50-0.83 and 0.75-0.88 in 5
-#: runs, margins 0.72-1.29 (one MLIR race failed): the race's to judge, not a right
-#: answer with room to spare (docs/calibration/04_scheduling.md).
+#: and keeps all 4x32 of C in registers, 16 ymm on AVX2, which spill (22-28 stack
+#: accesses a step, both backends); on AVX-512 they are 8 zmm and fit. Raced on Zen 3
+#: (AVX2), under load: 0.63-0.84x the reference (MLIR, and TVM's tile of 16), on the
+#: vectorize task's bar, whose verdict flipped between runs; TVM's one-vector tile read
+#: 1.03-1.24x. So the shape test tells the spill where it spills, every run: right
+#: answers on AVX-512, wrong ones on AVX2 (tests/test_right_answers.py judges both; not
+#: in RIGHT, which is judged on the host's own ISA).
 K_OUTER: dict[int, tuple[Answer, ...]] = {
     4: (
         right(
@@ -242,7 +240,6 @@ RIGHT: dict[int, dict[str, tuple[Answer, ...]]] = {
                     'sch.vectorize(["j1"])',
                 ),
             ),
-            K_OUTER[4][0],
         ),
         "schedule_register_tile": (
             right("schedule_register_tile", "a 2x32 tile", tile(2, 32)),
@@ -324,7 +321,6 @@ RIGHT: dict[int, dict[str, tuple[Answer, ...]]] = {
                 "a vector tile of this machine's lanes",
                 lanes_spec('{"i": {}, "k": {}, "j": {}, f"j#{lanes}": {"vectorize": True}}'),
             ),
-            K_OUTER[5][0],
         ),
         "register_tile_spec": (
             right("register_tile_spec", "a 2x32 tile", tile_spec(2, 32)),

@@ -361,6 +361,42 @@ def test_the_compile_counter_keeps_the_times_of_each_candidates_evaluators():
     assert run.ran == [False, True, True, False]
 
 
+def test_a_search_item_is_judged_by_the_modules_compiled_from_its_own_schedule():
+    # The outside red team's round 3 (issue 55): a search that timed XTC's default schedule
+    # for every candidate passed, its modules counted as the items' since each was compiled
+    # after the previous item. An item's modules are those of its own schedule, compiled in
+    # any order; none for a broken candidate.
+    from xtc_katas.checks import search as search_checks
+    from xtc_katas.checks.compiles import Compile, Compiles
+    from xtc_katas.checks.schedule import Call
+    from xtc_katas.kata.problems import TUTORIAL
+    from xtc_katas.measure.observed import Observation
+
+    where = "06_explore › explore()"
+    tile = [Call("strip_mine", ("j", {"j1": 16}), {})]
+    vector = [Call("vectorize", (["j"],), {})]
+    compiles = Compiles(None, TUTORIAL, None, where)
+    log = search_checks.SearchLog(compiles, where, [tile, vector, None])
+
+    def compiled(calls, seconds):
+        compiles.made.append(Compile(calls, None, None, True))
+        compiles.observations.append(Observation(times=[seconds], runs=1))
+
+    log.started()
+    compiled(vector, 2e-6)  # the second item's, compiled first
+    compiled([], 9e-6)  # XTC's default schedule, timed for the first
+    log.item((0, 3, "tile", 1.0))
+    log.item((1, 3, "vector", 1.0))
+    log.item((2, 3, "broken", 0.0))
+    run = log.finish()
+    assert run.ran == [False, True, False]
+    assert run.times == [[], [2e-6], []]
+    names = ["tile", "vector", "broken"]
+    found = search_checks.honesty_mistakes(run, names, TUTORIAL, 1e11, None, label="spec")
+    assert "for 'tile'" in found[0] and "compile each spec's own schedule" in found[0], found
+    assert not any("'vector'" in mistake and "own schedule" in mistake for mistake in found)
+
+
 class HintedModule:
     """A compiled module whose XTC evaluator, called as the hints say, reads `seconds`."""
 

@@ -190,8 +190,8 @@ def test_split_wants_segments_with_a_vectorized_main_part():
 def test_k_outside_the_rows_keeps_all_of_c_in_registers(monkeypatch, simd, spills):
     # k, i, j, j1: the loops inside k walk all 4x32 of C, 16 accumulators, which LLVM keeps
     # in registers: 22-30 stack accesses per step on AVX2 (AMD EPYC family 25 model 1).
-    # The schedule unrolls none of them, and the race passed it there (0.75-1.16x the
-    # reference, issue 59): the spill is the race's advice, not a shape mistake.
+    # The schedule unrolls none of them; their race read 0.63-0.84x the reference there,
+    # on the bar, and flipped between runs (issue 59): the shape test tells the spill.
     monkeypatch.setattr(loop_nests, "machine", lambda: simd)
     k_outer = nest(
         TUTORIAL,
@@ -199,9 +199,8 @@ def test_k_outside_the_rows_keeps_all_of_c_in_registers(monkeypatch, simd, spill
         ("interchange", ["k", "i", "j", "j1"]),
         ("vectorize", ["j1"]),
     )
-    advice = loop_nests.spilled_accumulators(k_outer, TUTORIAL)
-    assert bool(advice) == spills and (not spills or "4x32 tile" in advice), advice
-    assert loop_nests.accumulators_fit(k_outer, TUTORIAL) == []
+    mistakes = loop_nests.accumulators_fit(k_outer, TUTORIAL)
+    assert bool(mistakes) == spills and all("4x32 tile" in m for m in mistakes), mistakes
     i_outer = nest(
         TUTORIAL,
         ("strip_mine", "j", {"j1": 16}),

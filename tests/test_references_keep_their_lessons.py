@@ -56,7 +56,7 @@ def test_kata06_reference_space_has_no_candidate_that_spills(monkeypatch, isa):
             scheduler=scheduler, node_name="C", abstract_dims=TUTORIAL.dims, spec=spec
         )
         # Any tile inside k, unrolled by the spec or by LLVM: none may spill.
-        if loop_nests.spilled_accumulators(scheduler.get_loop_nest(), TUTORIAL):
+        if loop_nests.accumulators_fit(scheduler.get_loop_nest(), TUTORIAL):
             spilling.append(name)
     assert not spilling, f"{isa}: the reference's space holds tiles that spill: {spilling}"
 

@@ -18,6 +18,7 @@ from tools.copy_runs import run_pytest
 from tools.flakecheck import load_answers
 from xtc_katas.grade.repo_copy import copy_repository
 from xtc_katas.kata.manifest import katas
+from xtc_katas.measure import machine_description
 
 answers = load_answers()
 ROUNDS = answers.rounds()
@@ -56,18 +57,35 @@ def test_right_answers_compute_and_have_their_shape(tmp_path, round_):
 
 
 K_OUTER = [(kata, answer) for kata, found in answers.K_OUTER.items() for answer in found]
+K_OUTER_IDS = [f"{kata:02d}-{n}" for n, (kata, _) in enumerate(K_OUTER)]
+#: What the shape test tells a tile whose accumulators spill (loop_nests.accumulators_fit).
+SPILLS = ("a 4x32 tile needs 16 vector accumulators", "16 vector registers (AVX2)", "spills")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("kata", "answer"), K_OUTER, ids=[f"{kata:02d}-{n}" for n, (kata, _) in enumerate(K_OUTER)]
-)
-def test_k_outermost_vectorized_answers_pass_their_shape_as_avx2(tmp_path, kata, answer):
-    # Their 16 accumulators spill from AVX2's registers, where their races passed all but
-    # once (issue 59; tests/answers.py, K_OUTER): compiled and judged as AVX2 on any x86
-    # host, numerics and shape pass on both backends. The catalogue's (one vector a tile)
-    # are judged natively by the test above too: as AVX-512 on such a host, where they fit.
+@pytest.mark.parametrize(("kata", "answer"), K_OUTER, ids=K_OUTER_IDS)
+def test_k_outermost_vectorized_answers_are_told_their_spill_as_avx2(tmp_path, kata, answer):
+    # Their 16 accumulators spill from AVX2's registers, and their races read 0.63-0.84x
+    # the reference there, on the bar: a verdict that flipped between runs (issue 59). The
+    # shape test tells the spill, on both backends, every run; the numerics pass.
     code, out = answers.judge(tmp_path, kata, [answer], "-m", "not perf", "-rA", isa="avx2")
+    passed = re.findall(r"^PASSED \S+::(\S+)", out, re.M)
+    failed = answers.failed_tests(out)
+    assert code == 1 and len(failed) == 2, out  # its shape, on MLIR and TVM
+    assert all(answer.function in t and "computes" not in t for t in failed), out
+    assert len([t for t in passed if "computes" in t]) == 2, out
+    assert all(words in out for words in SPILLS), out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    machine_description.family()[0].isa != "AVX-512",
+    reason="judged natively: this host cannot run AVX-512 code (no ISA to emulate it)",
+)
+@pytest.mark.parametrize(("kata", "answer"), K_OUTER, ids=K_OUTER_IDS)
+def test_k_outermost_vectorized_answers_pass_their_shape_on_avx512(tmp_path, kata, answer):
+    # The same 4x32 tile is 8 zmm there, and fits: the spill is not told where it is not.
+    code, out = answers.judge(tmp_path, kata, [answer], "-m", "not perf", "-rA")
     passed = re.findall(r"^PASSED \S+::(\S+)", out, re.M)
     assert code == 0 and not answers.failed_tests(out), out
     # Its numerics and its shape, each on MLIR and TVM.

@@ -1,5 +1,6 @@
-"""The open red-team tests (tests_open/): `from tools import planted` finds the
-maintainers' tools from the repository's root, as tests/conftest.py arranges."""
+"""The open red-team tests (tests_open/; none today, README.md says which moved where):
+`from tools import planted` finds the maintainers' tools from the repository's root, as
+tests/conftest.py arranges."""
 
 from __future__ import annotations
 

@@ -328,18 +328,47 @@ def why_empty(calls, backend) -> str:
 
 def printed(module, backend, dump_file, what):
     """In the learner's process: generated_code's text, and the streams it had redirected
-    at each get_compiler() call."""
+    at each get_compiler() call. Its compiles are made by the harness
+    (checks/compiles.py), which writes what its XTC printed where XTC would have."""
     os.makedirs(os.path.dirname(dump_file), exist_ok=True)  # a graded worker's own /tmp
     streams = StreamsAtGetCompiler(backend.Backend)
-    text = module.generated_code(TUTORIAL.graph(), streams.Backend, dump_file, what)
+    handed = RecordingBackend(streams.Backend, "03_compile › generated_code()")
+    text = module.generated_code(TUTORIAL.graph(), handed.Backend, dump_file, what)
     return text, streams.calls
+
+
+def generated(learner_module, backend, workdir, what):
+    """generated_code run in the learner's process, each compile it asks made here: its
+    text, the streams it had redirected at get_compiler(), and what the harness's XTC
+    printed for each of those compiles (what the text is judged against)."""
+    compiles = Compiles(backend, TUTORIAL, workdir, "03_compile › generated_code()")
+    text, calls = served(
+        learner_module, compiles, printed, backend, workdir.dump_file(), what,
+        time_limit_s=TIME_LIMIT_S,
+    )  # fmt: skip
+    return text, calls, [kept.text for kept in compiles.printed]
+
+
+def lines(text):
+    """A text's non-blank lines, stripped (a returned text may be stripped as a whole)."""
+    return {line.strip() for line in text.splitlines() if line.strip()}
 
 
 @pytest.mark.parametrize("what", ["source_ir", "transformed_ir", "assembly"])
 def test_generated_code_captures_the_printed_text(learner_module, backend, workdir, what):
-    text, calls = learner_module.run(printed, backend, workdir.dump_file(), what)
+    text, calls, xtc_printed = generated(learner_module, backend, workdir, what)
     assert isinstance(text, str) and text.strip(), (
         f"generated_code(..., {what!r}) returned nothing on {backend}: {why_empty(calls, backend)}"
+    )
+    # The text is what XTC printed for a compile the harness made, or part of it: the
+    # marks below are read only in such text.
+    made_up = sorted(lines(text) - set().union(*map(lines, xtc_printed)))
+    assert not made_up, (
+        f"03_compile › generated_code(..., {what!r}) on {backend} returned "
+        f"{len(made_up)} line(s) that XTC did not print for the {len(xtc_printed)} "
+        f"compile(s) it made with the Backend it was given, e.g. {made_up[0][:80]!r}: "
+        "compile the graph with that Backend and return what its compiler printed, "
+        "captured, nothing else (the lesson's 'XTC's primitives')"
     )
     pattern = MARKERS[(backend.name, what)]
     assert re.search(pattern, text), f"the {what} on {backend} should contain /{pattern}/"
@@ -364,7 +393,7 @@ def listed(module, folder):
 
 def test_generated_code_rejects_an_unknown_what_before_compiling(learner_module, backend, workdir):
     with pytest.raises(ValueError):
-        learner_module.run(printed, backend, workdir.dump_file(), "lowered")
+        generated(learner_module, backend, workdir, "lowered")
     assert not os.listdir(workdir.path), "nothing should be compiled for an unknown `what`"
     where = str(workdir.path)
     assert not learner_module.run(listed, where), "nothing should be compiled for an unknown `what`"

@@ -56,9 +56,12 @@ def search(searches, learner_module, backend, peak, specs, key, workdir):
     """Your `explore` over `specs`, each of its compiles and evaluations made by the
     harness (checks/compiles.py): the record of its run is the harness's own."""
     if (backend.name, key) not in searches:
+        # each item is judged by the modules compiled from its own spec's schedule
+        schedules = [search_checks.spec_schedule(spec, backend, TUTORIAL) for _, spec in specs]
         searches[backend.name, key] = search_checks.run_search(
-            learner_module, workdir, WHERE, explore_over, backend, TUTORIAL, specs, peak()
-        )[1]
+            learner_module, workdir, WHERE, explore_over, backend, TUTORIAL, specs, peak(),
+            schedules=schedules,
+        )[1]  # fmt: skip
     return searches[backend.name, key]
 
 
@@ -207,7 +210,9 @@ def test_explore_reports_what_the_harness_measures(
 
     reported = run.reported(names(HARNESS_SPECS))
     record_perf(reported={k: round(v, 1) for k, v in reported.items()})
-    mistakes = search_checks.honesty_mistakes(run, names(HARNESS_SPECS), TUTORIAL, peak(), twin)
+    mistakes = search_checks.honesty_mistakes(
+        run, names(HARNESS_SPECS), TUTORIAL, peak(), twin, label="spec"
+    )
     # The same holds on your own candidates, the search `xtc-katas explore 6` shows (once
     # candidate_specs, the task before this one, is written).
     with contextlib.suppress(NotImplementedError):
@@ -220,5 +225,7 @@ def test_explore_reports_what_the_harness_measures(
             label = f"candidate_specs() › {name!r}"
             return compiled(own_specs[name], label, backend, workdir, "own_twin")[0]
 
-        mistakes += search_checks.honesty_mistakes(own, list(own_specs), TUTORIAL, peak(), own_twin)
+        mistakes += search_checks.honesty_mistakes(
+            own, list(own_specs), TUTORIAL, peak(), own_twin, label="spec"
+        )
     search_checks.require(mistakes, WHERE)

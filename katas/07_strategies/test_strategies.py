@@ -70,14 +70,35 @@ def explore_over(module, graph, Backend, peak, own):
     return module.explore_strategy(graph, Backend, strategy, num, seed, peak), samples
 
 
+def own_schedules(module, backend):
+    """In the learner's process: the calls its strategy generates for each of its 30
+    samples of seed 42 (None for a sample it cannot apply)."""
+    strategy = module.make_strategy(STRATEGY.graph())
+    return [
+        search_checks.sample_schedule(strategy, sample, backend, STRATEGY)
+        for sample in strategy.sample(NUM, SEED)
+    ]
+
+
 def search(searches, learner_module, backend, peak, own, workdir):
     """The search, each of its compiles and evaluations made by the harness
     (checks/compiles.py): (the samples, the harness's record of the run)."""
     key = (backend.name, own)
     if key not in searches:
+        # each item is judged by the modules compiled from its own sample's schedule: the
+        # harness strategy's, generated here; the learner's, by its strategy in its process
+        if own:
+            schedules = learner_module.run(own_schedules, backend)
+        else:
+            strategy = harness_strategy(STRATEGY.graph())
+            schedules = [
+                search_checks.sample_schedule(strategy, sample, backend, STRATEGY)
+                for sample in strategy.sample(4, 0)
+            ]
         samples, run = search_checks.run_search(
-            learner_module, workdir, WHERE, explore_over, backend, STRATEGY, peak(), own
-        )
+            learner_module, workdir, WHERE, explore_over, backend, STRATEGY, peak(), own,
+            schedules=schedules,
+        )  # fmt: skip
         if not own:  # the harness's strategy's samples: drawn here
             samples = [list(s) for s in harness_strategy(STRATEGY.graph()).sample(4, 0)]
         searches[key] = samples, run
@@ -212,7 +233,7 @@ def test_explore_strategy_reports_what_the_harness_measures(
     drawn = [str(sample) for sample in samples]
     reported = run.reported(drawn)
     record_perf(reported={k: round(v, 1) for k, v in reported.items()})
-    mistakes = search_checks.honesty_mistakes(run, drawn, STRATEGY, peak(), twin)
+    mistakes = search_checks.honesty_mistakes(run, drawn, STRATEGY, peak(), twin, label="sample")
     # The same holds on your own strategy's samples, the search `xtc-katas explore 7`
     # shows (once make_strategy, the task before this one, is written).
     with contextlib.suppress(NotImplementedError):
@@ -225,5 +246,7 @@ def test_explore_strategy_reports_what_the_harness_measures(
             index = names.index(name)
             return compile_own(learner_module, [index], backend, workdir, "own_twin")[index]
 
-        mistakes += search_checks.honesty_mistakes(own, names, STRATEGY, peak(), own_twin)
+        mistakes += search_checks.honesty_mistakes(
+            own, names, STRATEGY, peak(), own_twin, label="sample"
+        )
     search_checks.require(mistakes, WHERE)

@@ -10,6 +10,11 @@ is handed records each compile as data, a `Compile`: the primitive calls made on
 scheduler whose schedule was compiled, and the compiler's options. The harness builds
 that again on a fresh scheduler of its own graph and compiles it itself (`build`).
 
+What XTC prints while compiling (kata 03's `generated_code` asks it for a stage with a
+`print_...` flag) is printed by the harness's compile, kept here (`Compiles.printed`), and
+written in the learner's process to the stream XTC would have written it to: text the
+learner's code returns is judged against what the harness's XTC printed, never alone.
+
 A search (katas 06, 07) and kata 03's `percent_of_peak_of` get modules that live in the
 harness: the learner's process holds a handle (`HarnessModule`), each compile and each
 evaluation is asked of the harness as it happens (`ask`), and the harness's `Compiles`
@@ -22,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +41,9 @@ from xtc_katas.measure.observed import Observation, Proxy
 #: The evaluator's options a learner's code may ask the harness for, and their bounds:
 #: what XTC's evaluator takes to time a kernel (the lessons' hints use the first two).
 EVALUATOR_OPTIONS = {"repeat": (1, 20), "min_repeat_ms": (0, 500), "number": (1, 1000)}
+#: The compiler's options that print a stage (kata 03's lesson): the harness compiles with
+#: those the learner's code set, and hands back what XTC printed.
+PRINTS = ("print_source_ir", "print_transformed_ir", "print_assembly")
 
 
 @wire.record
@@ -50,6 +59,8 @@ class Compile:
     #: own folder, never that path)
     dump_file: str | None
     shared_lib: bool
+    #: the print options (PRINTS) it set
+    prints: tuple = ()
 
     def __post_init__(self) -> None:
         if type(self.calls) is not list or not all(type(c) is Call for c in self.calls):
@@ -64,6 +75,23 @@ class Compile:
             raise ValueError("the dump_file is not a path")
         if type(self.shared_lib) is not bool:
             raise ValueError("shared_lib is not a bool")
+        if type(self.prints) is not tuple or not set(self.prints) <= set(PRINTS):
+            raise ValueError("a compile's print options are not XTC's print_... flags")
+
+
+@dataclass(frozen=True)
+class Printed:
+    """What XTC printed during one compile, by where it printed it: the stdout of the
+    moment get_compiler() was called (TVM's IRs: it keeps that stream), the stdout and
+    the stderr of the moment compile() ran (TVM's assembly; MLIR's every stage)."""
+
+    at_get_compiler: str = ""
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.at_get_compiler + self.stdout + self.stderr
 
 
 # --- in the learner's process ------------------------------------------------------------
@@ -91,6 +119,8 @@ class RecordingBackend:
 
         def compiler(get: Callable[..., Any], *args: Any, **options: Any) -> Any:
             dump_file = options.get("dump_file")
+            prints = tuple(flag for flag in PRINTS if options.get(flag))
+            stdout_then = sys.stdout  # TVM prints its IRs where stdout was at this call
 
             def compile(_: Callable[..., Any], schedule: Any, *a: Any, **k: Any) -> Any:
                 found = schedules.get(id(schedule))
@@ -104,8 +134,9 @@ class RecordingBackend:
                     default_node=found[2],
                     dump_file=dump_file if isinstance(dump_file, str) else None,
                     shared_lib=bool(options.get("shared_lib", False)),
+                    prints=prints,
                 )
-                return compiled_by_harness(made)
+                return compiled_by_harness(made, stdout_then)
 
             return Proxy(get(*args, **options), compile=compile)
 
@@ -151,29 +182,43 @@ class HarnessEvaluator:
         return list(times), code, message
 
 
-def compiled_by_harness(made: Compile) -> HarnessModule:
-    """The harness compiles `made`; a compile it could not make raises here, in the
-    learner's code, as XTC's would."""
-    number = ask(("compile", made))
-    if isinstance(number, str):
-        raise RuntimeError(number)
+def compiled_by_harness(made: Compile, stdout_then: Any = None) -> HarnessModule:
+    """The harness compiles `made`; what its XTC printed is written here where XTC would
+    have written it (`stdout_then`: stdout when get_compiler() was called); a compile it
+    could not make raises here, in the learner's code, as XTC's would."""
+    answer = ask(("compile", made))
+    if isinstance(answer, str):
+        raise RuntimeError(answer)
+    number, printed = answer
+    for stream, text in ((stdout_then or sys.stdout, printed.at_get_compiler),
+                         (sys.stdout, printed.stdout), (sys.stderr, printed.stderr)):  # fmt: skip
+        if text:
+            stream.write(text)
+            stream.flush()
     return HarnessModule(number, f"{made.dump_file}.so" if made.dump_file else "")
 
 
 # --- in the harness ----------------------------------------------------------------------
 
 
-def build(made: Compile, backend: Any, problem: Any, dump_file: str) -> Any:
+def build(made: Compile, backend: Any, problem: Any, dump_file: str) -> tuple[Any, Printed]:
     """The compile `made`, built again on a fresh scheduler of the problem's own graph
-    and compiled into `dump_file`; XTC's errors raised as they come."""
+    and compiled into `dump_file`, with what XTC printed; XTC's errors raised as they
+    come."""
     impl = backend.Backend(problem.graph())
     node = {"default_node": made.default_node} if made.default_node else {}
     scheduler = impl.get_scheduler(**node)
     for call in made.calls:
         getattr(scheduler, call.name)(*copy.deepcopy(call.args), **copy.deepcopy(call.kwargs))
-    compiler = impl.get_compiler(dump_file=dump_file, shared_lib=made.shared_lib)
-    with contextlib.redirect_stderr(io.StringIO()):
-        return compiler.compile(scheduler.schedule())
+    flags = dict.fromkeys(made.prints, True)
+    at_get_compiler, stdout, stderr = io.StringIO(), io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(at_get_compiler):
+        compiler = impl.get_compiler(dump_file=dump_file, shared_lib=made.shared_lib, **flags)
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        module = compiler.compile(scheduler.schedule())
+    if not made.prints:  # XTC's chatter, not asked for
+        return module, Printed()
+    return module, Printed(at_get_compiler.getvalue(), stdout.getvalue(), stderr.getvalue())
 
 
 def _evaluate(module: Any, options: dict[str, int]) -> tuple[list[float], int, str]:
@@ -196,6 +241,10 @@ class Compiles:
     observations: list[Observation] = field(default_factory=list)
     dump_files: list[str] = field(default_factory=list)
     modules: list[Any] = field(default_factory=list)
+    #: per compile, in order: the compile asked (None: a module the harness kept), and
+    #: what XTC printed while the harness compiled it
+    made: list[Compile | None] = field(default_factory=list)
+    printed: list[Printed] = field(default_factory=list)
     #: what else a question may ask (a search's items): name -> answer
     others: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
@@ -204,6 +253,8 @@ class Compiles:
         HarnessModule(its number): what that code does with it is observed here."""
         self.observations.append(Observation())
         self.modules.append(module)
+        self.made.append(None)
+        self.printed.append(Printed())
         return len(self.modules) - 1
 
     @property
@@ -222,21 +273,26 @@ class Compiles:
             return self.others[kind](*args)
         raise KataFailure(f"{self.label}: the harness was asked {kind[:40]!r}")
 
-    def compile(self, made: Compile) -> int | str:
-        """The new module's number, or why it did not compile (raised in the learner's
-        code, where a search catches it)."""
+    def compile(self, made: Compile) -> tuple[int, Printed] | str:
+        """The new module's number and what XTC printed compiling it, or why it did not
+        compile (raised in the learner's code, where a search catches it)."""
         if self.backend is None:
             raise KataFailure(f"{self.label}: nothing is compiled here")
         self.observations.append(Observation())
+        self.made.append(made)
         if made.dump_file is not None:
             self.dump_files.append(made.dump_file)
         try:
-            module = build(made, self.backend, self.problem, self.workdir.dump_file("asked"))
+            module, printed = build(
+                made, self.backend, self.problem, self.workdir.dump_file("asked")
+            )
         except Exception as exc:
             self.modules.append(None)
+            self.printed.append(Printed())
             return f"{type(exc).__name__}: {exc}"
         self.modules.append(module)
-        return len(self.modules) - 1
+        self.printed.append(printed)
+        return len(self.modules) - 1, printed
 
     def evaluate(self, number: Any, options: Any) -> tuple[list[float], int, str]:
         if not (type(number) is int and 0 <= number < len(self.modules)):

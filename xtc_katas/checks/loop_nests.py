@@ -172,43 +172,25 @@ def vector_tile(loop_nest: Any, problem: Problem, node: Any = None) -> list[str]
 
 
 def accumulators_fit(loop_nest: Any, problem: Problem) -> list[str]:
-    """A tile of the output the schedule unrolls inside the last reduction loop (a
-    register tile: every loop there unrolled by its trip count, the vector innermost)
-    stays in vector registers across the reduction: its accumulators, one vector of B per
-    column vector and one broadcast must fit the register file, or they spill to memory at
-    every step. Only there is the spill the schedule's own doing: LLVM also unrolls short
-    plain loops inside k by itself (k, i, j, j1 on the tutorial's 4x32: 16 ymm, 20-22
-    stack accesses a step on AVX2), but such vectorized loops raced 0.50-1.30x the
-    reference on Zen 3 and passed 25 of 26 races (docs/calibration/04_scheduling.md):
-    that cause is the race's to tell (spilled_accumulators), not the shape test's."""
-    return _spills(loop_nest, problem, unrolled_only=True)
-
-
-def spilled_accumulators(loop_nest: Any, problem: Problem) -> str:
-    """The spill of any tile walked inside the last reduction loop, unrolled by the
-    schedule or by LLVM on its own: a slow vectorize step's "next:" line, told only where
-    its race failed ("" where the tile fits)."""
-    return "; ".join(_spills(loop_nest, problem, unrolled_only=False))
-
-
-def _spills(loop_nest: Any, problem: Problem, unrolled_only: bool) -> list[str]:
-    """The tile inside the last reduction loop, if it exceeds the register budget (and,
-    `unrolled_only`, if the schedule unrolls every one of its loops)."""
+    """The loops inside the last reduction loop walk a tile of the output that stays in
+    vector registers across the reduction, unrolled by the schedule (a register tile) or
+    by LLVM on its own (short plain loops: k, i, j, j1 on the tutorial's 4x32 keeps all
+    16 ymm of C in registers on AVX2, 22-28 stack accesses a step, both backends). Its
+    accumulators, one vector of B per column vector and one broadcast must fit the
+    register file, or they spill to memory at every step. Told for a plain tile too: on
+    Zen 3 (AVX2) that k-outermost nest read 0.63-0.84x the reference on MLIR and, j1 = 16,
+    0.64-0.75x on TVM (per race), straddling the vectorize task's bar (0.60-0.70x the
+    reference), so its race flipped between runs; a shape test's verdict does not
+    (docs/calibration/04_scheduling.md). On AVX-512 the same tile is 8 zmm and fits."""
     simd, reductions = machine(), problem.reduction_axes
     node, node_loops = _root(loop_nest)
     last_k = max((n for n, loop in enumerate(node_loops) if loop.axis in reductions), default=-1)
     if last_k < 0:
         return []
     tile = {"rows": 1, "columns": 1}
-    inside = node_loops[last_k + 1 :]
-    for loop in inside:
+    for loop in node_loops[last_k + 1 :]:
         trips = trip_count(node, loop, problem.axis_sizes)
         if trips is None:
-            return []
-        held = trips == 1 or node.unroll.get(loop.name, 0) >= trips
-        if loop is inside[-1]:
-            held = held or loop.name in node.vectorize
-        if unrolled_only and not held:
             return []
         tile["columns" if loop.axis == problem.vector_axis else "rows"] *= trips
     rows, columns = tile["rows"], tile["columns"]  # columns: a multiple of the lanes

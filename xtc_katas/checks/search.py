@@ -10,6 +10,10 @@ The search runs in the learner's process, where its code can rebind anything, th
 harness's probes included: so its compiles and evaluations are made by the harness, as
 they are asked (checks/compiles.py), and the record of its run (SearchRun) is kept here,
 from what the harness compiled and timed and the items it was told (`run_search`).
+An item's figure is judged by the modules compiled from that item's own schedule, which
+the harness builds itself (`spec_schedule`, `sample_schedule`): a search that timed XTC's
+default schedule for every candidate passed when the modules compiled since the previous
+item counted as the item's (the outside red team, round 3: issue 55).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from xtc_katas.checks.compiles import Compiles, RecordingBackend, ask, served
+from xtc_katas.checks.schedule import Call, fresh_scheduler, recording
 from xtc_katas.kata.failures import KataFailure, raise_mistakes
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure import wire
@@ -98,15 +103,61 @@ MAX_ITEMS = 1024
 MAX_ITEM_BYTES = 64 << 10
 
 
+def spec_schedule(spec: Any, backend: Any, problem: Problem) -> list[Call] | None:
+    """The calls descript_scheduler makes for `spec` on a fresh scheduler of the
+    problem: a kata 06 item's own schedule (None: descript rejects the spec)."""
+    from xtc.schedules.descript import descript_scheduler
+
+    sch, calls = recording(fresh_scheduler(backend, problem)[1], "a spec")
+    try:
+        descript_scheduler(
+            scheduler=sch, node_name=problem.scheduled_node, abstract_dims=problem.dims, spec=spec
+        )
+    except Exception:
+        return None
+    return calls
+
+
+def sample_schedule(
+    strategy: Any, sample: Any, backend: Any, problem: Problem
+) -> list[Call] | None:
+    """The calls `strategy.generate` makes for `sample` on a fresh scheduler of the
+    problem: a kata 07 item's own schedule (None: the strategy cannot apply it)."""
+    sch, calls = recording(fresh_scheduler(backend, problem)[1], "a sample")
+    try:
+        strategy.generate(sch, list(sample))
+    except Exception:
+        return None
+    return calls
+
+
 class SearchLog:
     """The record of a search's run, kept where its compiles are counted (`counter`: a
     harness's checks/compiles.Compiles, or a CompileCounter of this process): told when
-    the generator starts and each item it yields, in order (`drain`)."""
+    the generator starts and each item it yields, in order (`drain`).
 
-    def __init__(self, counter: Any, where: str = "the search") -> None:
-        self.counter, self.where = counter, where
+    With `schedules` (the n-th item's own schedule, as primitive calls, for a counter
+    that keeps the compiles asked of it: Compiles), an item's modules are those compiled
+    from its schedule, whenever the search compiled them; without (a CompileCounter's
+    fakes), those compiled since the previous item."""
+
+    def __init__(
+        self, counter: Any, where: str = "the search", schedules: list[Any] | None = None
+    ) -> None:
+        self.counter, self.where, self.schedules = counter, where, schedules
         self.run = SearchRun()
         self._seen = 0
+
+    def _own(self) -> list[Observation]:
+        """The observations of the modules compiled for the next item."""
+        if self.schedules is None:
+            return self.counter.observations[self._seen :]
+        n = len(self.run.items)
+        schedule = self.schedules[n] if n < len(self.schedules) else None
+        if schedule is None:
+            return []
+        pairs = zip(self.counter.made, self.counter.observations, strict=True)
+        return [seen for made, seen in pairs if made is not None and made.calls == schedule]
 
     def started(self) -> None:
         self.run.compiles_before_first = self._seen = self.counter.compiles
@@ -116,7 +167,7 @@ class SearchLog:
             raise SearchMistake(f"{self.where} yielded more than {MAX_ITEMS} items")
         if len(wire.encode(wire.to_wire(item))) > MAX_ITEM_BYTES:
             item = f"an item of more than {MAX_ITEM_BYTES} bytes"
-        own = self.counter.observations[self._seen :]
+        own = self._own()
         self.run.items.append(item)
         self.run.times.append([t for observation in own for t in observation.times])
         self.run.ran.append(any(observation.runs for observation in own))
@@ -182,13 +233,15 @@ def searched_by_harness(
 
 def run_search(
     learner: Any, workdir: Any, where: str, feed: Callable[..., Any], backend: Any,
-    problem: Problem, *args: Any,
+    problem: Problem, *args: Any, schedules: list[list[Call] | None],
 ) -> tuple[Any, SearchRun]:  # fmt: skip
     """The learner's search of `problem` on `backend` (`feed`, run in its process: see
     searched_by_harness), compiled, evaluated and counted here (checks/compiles.py):
-    what `feed` kept, and the SearchRun of what this process did for the search."""
+    what `feed` kept, and the SearchRun of what this process did for the search, each
+    item judged by the modules compiled from its own schedule, `schedules[n]` (None: it
+    has none, a broken candidate)."""
     compiles = Compiles(backend, problem, workdir, where)
-    log = SearchLog(compiles, where)
+    log = SearchLog(compiles, where, schedules)
     compiles.others.update(started=log.started, item=log.item)
     kept = served(
         learner, compiles, searched_by_harness, feed, where, backend, problem, *args,
@@ -311,12 +364,14 @@ def honesty_mistakes(
     problem: Problem,
     peak_fmas_per_s: float,
     recompile: Callable[[str], Any],
+    label: str = "candidate",
 ) -> list[str]:
     """Each % of peak the search reported (the n-th item's for the n-th of `names`), held
     to what the harness knows of that candidate's speed; a figure not above 0 (a failed
     candidate's) is the contract and robustness tests' to judge.
 
-    A figure for a module the search never ran is made up. One that XTC's evaluator timed
+    A figure for which the search ran no module compiled from that candidate's own
+    schedule (`label`: a spec, a sample) is made up. One that XTC's evaluator timed
     must lie between the figures of its own slowest and fastest times, whatever the load
     did to them (observed_mistake). Of those it timed some other way, the best FINALISTS
     are timed again on fresh compiles, `recompile(name)` (retimed_mistakes).
@@ -332,10 +387,10 @@ def honesty_mistakes(
         if not run.ran[n]:
             unrun.append(
                 f"for {name!r} it reported {reported_percent(figure)} of peak without running "
-                "the module compiled for it (no get_evaluator() on that "
-                "module before the item was yielded; timing an earlier candidate's module "
-                "again does not count): compile, time and report each candidate from its own "
-                "module"
+                f"a module compiled from that {label}'s schedule (no get_evaluator() on such "
+                "a module before the item was yielded; timing another candidate's module, "
+                f"or XTC's default schedule, does not count): compile each {label}'s own "
+                "schedule, time it and report it"
             )
         elif run.times[n]:
             observed.append(observed_mistake(figure, run.times[n], problem, peak_fmas_per_s, name))
