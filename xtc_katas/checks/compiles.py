@@ -35,7 +35,7 @@ from typing import Any
 
 from xtc_katas.checks.schedule import LOOP_TEXT, Call, recording
 from xtc_katas.kata.failures import KataFailure
-from xtc_katas.measure import isolation, wire
+from xtc_katas.measure import isolation, wire, workdir
 from xtc_katas.measure.observed import Observation, Proxy
 
 #: The evaluator's options a learner's code may ask the harness for, and their bounds:
@@ -203,22 +203,26 @@ def compiled_by_harness(made: Compile, stdout_then: Any = None) -> HarnessModule
 
 def build(made: Compile, backend: Any, problem: Any, dump_file: str) -> tuple[Any, Printed]:
     """The compile `made`, built again on a fresh scheduler of the problem's own graph
-    and compiled into `dump_file`, with what XTC printed; XTC's errors raised as they
-    come."""
-    impl = backend.Backend(problem.graph())
-    node = {"default_node": made.default_node} if made.default_node else {}
-    scheduler = impl.get_scheduler(**node)
-    for call in made.calls:
-        getattr(scheduler, call.name)(*copy.deepcopy(call.args), **copy.deepcopy(call.kwargs))
-    flags = dict.fromkeys(made.prints, True)
-    at_get_compiler, stdout, stderr = io.StringIO(), io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(at_get_compiler):
-        compiler = impl.get_compiler(dump_file=dump_file, shared_lib=made.shared_lib, **flags)
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        module = compiler.compile(scheduler.schedule())
-    if not made.prints:  # XTC's chatter, not asked for
-        return module, Printed()
-    return module, Printed(at_get_compiler.getvalue(), stdout.getvalue(), stderr.getvalue())
+    and compiled into `dump_file`, in a child with the kernel's time limit (workdir.apart),
+    with what XTC printed; XTC's errors raised as they come."""
+
+    def compile() -> tuple[Any, tuple[str, str, str]]:
+        impl = backend.Backend(problem.graph())
+        node = {"default_node": made.default_node} if made.default_node else {}
+        scheduler = impl.get_scheduler(**node)
+        for call in made.calls:
+            getattr(scheduler, call.name)(*copy.deepcopy(call.args), **copy.deepcopy(call.kwargs))
+        flags = dict.fromkeys(made.prints, True)
+        at_get_compiler, stdout, stderr = io.StringIO(), io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(at_get_compiler):
+            compiler = impl.get_compiler(dump_file=dump_file, shared_lib=made.shared_lib, **flags)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            module = compiler.compile(scheduler.schedule())
+        return module, (at_get_compiler.getvalue(), stdout.getvalue(), stderr.getvalue())
+
+    key = (backend.name, problem.label, repr(made))
+    module, texts = workdir.apart(compile, problem.graph(), "a compile your code asked for", key)
+    return module, Printed(*texts) if made.prints else Printed()  # else XTC's chatter
 
 
 def _evaluate(module: Any, options: dict[str, int]) -> tuple[list[float], int, str]:

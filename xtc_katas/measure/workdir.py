@@ -47,17 +47,27 @@ def signature(graph: Any) -> str:
     return repr((graph.name, types, nodes))
 
 
-def apart(compile: Callable[[], tuple[Any, Any]], graph: Any, what: str) -> tuple[Any, Any]:
+def apart(
+    compile: Callable[[], tuple[Any, Any]], graph: Any, what: str, key: Any = None
+) -> tuple[Any, Any]:
     """`compile()` (a module and anything else it returns as data) in a forked child that
     may run isolation.TIME_LIMIT_S: the module, loaded here from the library it wrote, and
-    the rest. Its errors are raised here; past the limit, KernelTimedOut naming `what`."""
+    the rest. Its errors are raised here; past the limit, KernelTimedOut naming `what`,
+    and again at once for the same `key` (what was compiled) in this process."""
+    if key is not None and key in _STOPPED:
+        raise _STOPPED[key]
 
     def child() -> tuple[dict[str, Any], str, Any]:
         module, rest = compile()
         return module_cache.fields(module), module.file_name, rest
 
-    with isolation.Worker(child, what=what, hint=COMPILE_HINT) as worker:
-        fields, file_name, rest = worker.first
+    try:
+        with isolation.Worker(child, what=what, hint=COMPILE_HINT) as worker:
+            fields, file_name, rest = worker.first
+    except isolation.KernelTimedOut as exc:
+        if key is not None:
+            _STOPPED[key] = exc
+        raise
     return module_cache.host_module(fields, file_name, graph), rest
 
 
@@ -105,18 +115,12 @@ class Workdir:
 
     def _compile(self, backend_impl: Any, schedule: Any, dump_file: str, stem: str) -> Any:
         graph = backend_impl._graph
-        key = (type(backend_impl).__qualname__, signature(graph), str(schedule))
-        if key in _STOPPED:
-            raise _STOPPED[key]
-        try:
-            return apart(
-                lambda: (self._compile_here(backend_impl, schedule, dump_file, stem), None),
-                graph,
-                what=f"{stem}(): XTC's compile of its schedule",
-            )[0]
-        except isolation.KernelTimedOut as exc:
-            _STOPPED[key] = exc
-            raise
+        return apart(
+            lambda: (self._compile_here(backend_impl, schedule, dump_file, stem), None),
+            graph,
+            f"{stem}(): XTC's compile of its schedule",
+            key=(type(backend_impl).__qualname__, signature(graph), str(schedule)),
+        )[0]
 
     @staticmethod
     def _compile_here(backend_impl: Any, schedule: Any, dump_file: str, stem: str) -> Any:
