@@ -277,3 +277,30 @@ def test_a_record_line_nested_deep_or_with_figures_not_objects_is_left_out(tmp_p
     figures = result_formats.speed([{"speedup": "9", "reference_speedup": 2.0, "over": 3}])
     assert figures is not None
     assert (figures["speedup"], figures["reference"], figures["over"]) == (None, 2.0, "naive")
+
+
+def test_files_beside_a_stub_get_a_bounded_count_of_notes_and_too_many_refuse_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note per unused file, at most MAX_NOTES and how many more; past MAX_NAMES files
+    the submission is refused unread (outside red team, round 4: a million such files
+    were a million notes, and a repository listing millions of paths took the grader to
+    1.6 GB)."""
+    kata = find(1)
+    folder = planted.write(tmp_path / "sub", {kata.id: kata.stub_path(ROOT).read_text()})
+    for n in range(40):
+        (folder / "katas" / kata.id / f"extra{n}.py").write_text("x = 1\n")
+    notes = read(str(folder), [kata]).notes
+    assert len(notes) == submissions.MAX_NOTES + 1, notes
+    assert notes[-1] == f"and {40 - submissions.MAX_NOTES} more such notes on katas/{kata.id}/"
+    monkeypatch.setattr(submissions, "MAX_NAMES", 30)
+    for source in (folder, _committed(folder)):
+        sub = read(str(source), [kata])
+        assert not sub.files and "it lists more than 30 files" in sub.problem, sub.problem
+
+
+def _committed(folder: Path) -> Path:
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=a", "-c", "user.email=a@b",
+                 "commit", "-qm", "mine"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True)
+    return folder

@@ -188,7 +188,7 @@ def grade(sub: Submission, config: GradeConfig) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="xtc-katas-grade-", dir=scratch) as tmp:
         run = Path(tmp) / "run"  # the sandbox's: the copy, its own cache
         run.mkdir()
-        copy = copy_repository(run) if sub.files else run
+        copy = copy_repository(run, graded=True) if sub.files else run
         for kata in katas:  # every stub, before any of the sandbox's runs could plant a link
             stub = stub_name(kata)
             if stub in sub.files and sub.files[stub] != (ROOT / stub).read_bytes():
@@ -266,7 +266,7 @@ def trusted_cache(katas: list[Kata], config: GradeConfig) -> tuple[Path, str]:
         if missing or "host runtime" not in index["warmed"]:
             _prune(root.parent, keep=root.name)
             with tempfile.TemporaryDirectory(prefix="xtc-katas-warm-", dir=scratch) as tmp:
-                copy = copy_repository(Path(tmp))
+                copy = copy_repository(Path(tmp), graded=True)
                 env = {**graded_env(), "XDG_CACHE_HOME": tmp}
                 env[module_cache.DIR_ENV] = str(root / "modules")
                 for kata, cold in missing:

@@ -21,14 +21,28 @@ IGNORED = shutil.ignore_patterns(
 )
 
 
-def copy_repository(destination: Path) -> Path:
-    """A working copy of the repository (no VCS, venv or caches) under `destination`.
+#: What a grading's copy leaves out: the maintainers' tests and tools, which no graded run
+#: needs. The learner's code runs in that copy, and tests/answers.py is a catalogue of
+#: right answers (outside red team, round 4: kata 04 passed 5/5 by loading it).
+MAINTAINERS = ("tests", "tests_open", "tools", ".ci")
+
+
+def copy_repository(destination: Path, graded: bool = False) -> Path:
+    """A working copy of the repository (no VCS, venv or caches) under `destination`;
+    `graded`: a grading's, without MAINTAINERS.
 
     Run it with `python -m ...` from the copy's root, so the copy's own xtc_katas is
     imported and every path resolves inside the copy.
     """
+
+    def ignored(folder: str, names: list[str]) -> set[str]:
+        left = set(IGNORED(folder, names))
+        if graded and Path(folder) == ROOT:
+            left |= set(MAINTAINERS) & set(names)
+        return left
+
     copy = destination / "xtc-katas"
-    shutil.copytree(ROOT, copy, ignore=IGNORED)
+    shutil.copytree(ROOT, copy, ignore=ignored)
     return copy
 
 

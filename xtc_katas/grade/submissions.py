@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -41,6 +42,19 @@ from xtc_katas.kata.manifest import Kata, katas
 
 #: A file bigger than this is not a stub: it is not read (a zip bomb, a data file).
 MAX_FILE_BYTES = 1 << 20
+#: A submission listing more files than this is refused, its listing stopped there: a
+#: learner's copy of the suite holds hundreds. A repository of one tree named thousands of
+#: times lists millions of paths, which the grader held in memory, outside any sandbox
+#: (outside red team, round 4: 3,000,000 paths, the grader at 1.6 GB).
+MAX_NAMES = 100_000
+#: Notes on a kata's files the grade does not use, at most (then how many more there
+#: are): a million files beside a stub were a million notes, a 62 MB class.csv.
+MAX_NOTES = 10
+
+
+def too_many() -> Refused:
+    return Refused(f"refused: it lists more than {MAX_NAMES:,} files (a copy of the suite "
+                   "holds hundreds): not read")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -88,7 +102,10 @@ def _entries(path: Path, relative: str) -> list[os.DirEntry[str]]:
     if relative and not stat.S_ISDIR(os.lstat(where).st_mode):
         return []
     with os.scandir(where) as found:
-        return [e for e in found if not e.name.startswith(".")]
+        entries = list(itertools.islice(found, MAX_NAMES + 1))
+    if len(entries) > MAX_NAMES:
+        raise too_many()
+    return [e for e in entries if not e.name.startswith(".")]
 
 
 def _folder(path: Path) -> Listing:
@@ -122,6 +139,8 @@ def _folder(path: Path) -> Listing:
                 ]
         if os.path.lexists(path / base / "conftest.py"):
             names.append(f"{base}conftest.py")
+    if len(names) > MAX_NAMES:
+        raise too_many()
     return sorted(names), lambda name: read_beneath(path, name, MAX_FILE_BYTES)
 
 
@@ -216,9 +235,8 @@ def _git(source: str, ref: str, scratch: Path) -> tuple[list[str], Callable[[str
     git("clone", "--quiet", "--no-checkout", source, str(clone))
     if why := foreign_objects(clone):  # what a clone of a remote one brought along
         raise Refused(f"refused: {why}")
-    listed = git("-C", str(clone), "ls-tree", "-r", "-z", "--long", f"{ref}^{{commit}}")
     blobs: dict[str, tuple[str, str, int]] = {}
-    for line in listed.decode(errors="replace").split("\0"):
+    for line in _listed(clone, ref):
         if "\t" in line:
             meta, name = line.split("\t", 1)
             mode, _, oid, size = meta.split()
@@ -236,6 +254,29 @@ def _git(source: str, ref: str, scratch: Path) -> tuple[list[str], Callable[[str
 
     commit = git("-C", str(clone), "rev-parse", f"{ref}^{{commit}}").decode().strip()
     return list(blobs), blob, commit
+
+
+def _listed(clone: Path, ref: str) -> list[str]:
+    """git ls-tree's lines for `ref`, read as they come: past MAX_NAMES, git is stopped
+    and the submission refused (never the whole listing in memory)."""
+    command = ["git", "-c", "safe.directory=*", "-C", str(clone), "ls-tree", "-r", "-z",
+               "--long", f"{ref}^{{commit}}"]  # fmt: skip
+    with tempfile.TemporaryFile() as errors:
+        git = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
+        assert git.stdout is not None
+        lines, left = [], b""
+        with git:
+            while chunk := git.stdout.read(1 << 16):
+                *done, left = (left + chunk).split(b"\0")
+                lines += [line.decode(errors="replace") for line in done]
+                if len(lines) > MAX_NAMES:
+                    git.kill()
+                    raise too_many()
+        if git.returncode != 0:
+            errors.seek(0)
+            said = errors.read(4096).decode(errors="replace").strip().splitlines()
+            raise OSError(f"git ls-tree: {said[-1] if said else git.returncode}")
+    return lines
 
 
 def _root(names: Sequence[str]) -> str | None:
@@ -346,7 +387,11 @@ def _collect(
                 refused[stub] = f"{root + stub} {why}: not read, not graded"
                 notes.append(refused[stub])
         others = [n[len(root) :] for n in names if n.startswith(f"{root}katas/{kata.id}/")]
-        notes += _unused(sorted(set(others) - {stub}), root, reader)
+        unused = _unused(sorted(set(others) - {stub}), root, reader)
+        more = len(unused) - MAX_NOTES
+        notes += unused[:MAX_NOTES] + (
+            [f"and {more} more such notes on katas/{kata.id}/"] if more > 0 else []
+        )
     if root + "conftest.py" in present:
         notes += _unused(["conftest.py"], root, reader)
     return replace(sub, files=files, notes=tuple(notes), refused=refused)
