@@ -325,6 +325,34 @@ def _warm(
     return f"exit {code}" if code is not None else f"stopped after {config.timeout:.0f} s"
 
 
+#: How often a run is checked for a stopped process (_stopped).
+STOPPED_CHECK_S = 0.5
+#: What the run's output ends with when one was: the test running then shows it.
+STOPPED = (
+    "\nxtc-katas grade: a process of this run was stopped ({}, SIGSTOP or the like): "
+    "the run was ended. Nothing a kata asks stops a process: your code must not signal "
+    "the harness.\n"
+)
+
+
+def _stopped(pid: int) -> str:
+    """A process of the run `pid` (itself or a descendant) that is stopped, as
+    "pid N, <name>", or "". The learner's worker shares the graded pytest's user and PID
+    namespace: a SIGSTOP held that run, and the node, to the kata's timeout (outside red
+    team, round 4); nothing in a grading stops a process otherwise."""
+    import psutil
+
+    try:
+        run = psutil.Process(pid)
+        for proc in [run, *run.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                if proc.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+                    return f"pid {proc.pid}, {proc.name()}"
+    except psutil.Error:
+        pass
+    return ""
+
+
 def _run_in_group(
     command: list[str], cwd: Path, env: dict[str, str], out: Any, timeout: float
 ) -> int | None:
@@ -335,9 +363,16 @@ def _run_in_group(
         command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
         stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
+    deadline = time.monotonic() + timeout
     try:
-        return process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                return process.wait(timeout=min(STOPPED_CHECK_S, deadline - time.monotonic()))
+            if stopped := _stopped(process.pid):
+                out.write(STOPPED.format(stopped).encode())
+                out.flush()
+                os.killpg(process.pid, signal.SIGKILL)
+                return process.wait()
         return None
     finally:
         with contextlib.suppress(ProcessLookupError):
