@@ -17,6 +17,7 @@ from xtc_katas.grade.grade_command import grade_class
 from xtc_katas.kata.manifest import find
 
 GRAPH = find(2)
+SCHEDULING = find(4)
 
 #: Kata 02's numerics are computed in the learner's process: the test's probe
 #: (`built_and_run`) calls XTC's reference execution, `graph.forward`, there, and compares
@@ -78,3 +79,44 @@ def test_a_graph_whose_numerics_its_own_process_forges_does_not_pass(tmp_path: P
     doc = json.loads((out / "forward02" / "grading.json").read_text())
     print(doc["katas"])
     assert doc["katas"][0]["tasks"]["matmul_relu_graph"] == "failed", doc["katas"]
+
+
+#: Kata 04's five functions each return in a millisecond: an interchange, then k and j
+#: unrolled whole (16,384 FMAs straight-line on the 4x32x512 problem). The harness
+#: compiles the recorded calls itself, with no limit of time or memory (the learner's
+#: calls have 30 s each, XTC_KATAS_CALL_TIME_LIMIT): MLIR took 10 s for k alone and more
+#: than 300 s for k and j (on this machine, alone, outside the grader). On main at
+#: 6bf8a24 (MLIR, confined, as root, the kata's timeout set to 240 s) kata 04 was "timed
+#: out": with the default timeout, each kata that compiles a learner's schedule (04 to
+#: 11) holds the node, and every learner graded after this one there, for 20 minutes.
+UNROLLED = """
+from typing import Any
+
+
+def _unrolled(sch: Any) -> None:
+    sch.interchange(["i", "j", "k"])
+    sch.unroll({"k": 512, "j": 32})
+
+
+schedule_interchange = schedule_vectorize = schedule_register_tile = _unrolled
+schedule_split = schedule_parallel = _unrolled
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_schedule_whose_compile_never_ends_does_not_hold_the_kata_to_its_timeout(
+    tmp_path: Path,
+) -> None:
+    sub = tmp_path / "subs" / "unrolled04"
+    path = sub / "katas" / SCHEDULING.id / f"{SCHEDULING.module}.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(UNROLLED)
+    out = tmp_path / "out"
+    outcome = grade_class(
+        [submissions.Entry(str(sub))], out, [SCHEDULING], backend="mlir", timeout=240
+    )
+    assert not outcome.grader_errors, outcome
+    doc = json.loads((out / "unrolled04" / "grading.json").read_text())
+    print(doc["katas"])
+    assert doc["katas"][0]["verdict"] != "timed out", doc["katas"]
