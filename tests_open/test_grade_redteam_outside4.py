@@ -7,6 +7,8 @@ with three other helpers' work)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,3 +191,59 @@ def test_stubs_that_look_their_answers_up_in_the_copy_do_not_pass(tmp_path: Path
     print(doc["katas"], tests)
     assert doc["katas"][0]["verdict"] != "passed", doc["katas"]
     assert tests["test_schedule_interchange_computes_the_matmul[mlir]"] != "pass", tests
+
+
+def _git(repo: Path, *args: str, text: str = "") -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], input=text, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def tree_bomb(repo: Path, files: int = 1000, folders: int = 3000) -> Path:
+    """A repository whose one commit lists `folders` x `files` paths from two trees: a
+    tree of `files` entries (one blob), and the root, `folders` entries of that tree. Its
+    .git is 164 KiB (a 10 KiB pack) for 3,000,000 paths."""
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", ".")
+    blob = _git(repo, "hash-object", "-w", "--stdin", text="x\n")
+    inner = _git(repo, "mktree", text="".join(f"100644 blob {blob}\tf{n}\n" for n in range(files)))
+    root = "".join(f"040000 tree {inner}\td{n}\n" for n in range(folders))
+    commit = _git(repo, "-c", "user.name=a", "-c", "user.email=a@b", "commit-tree",
+                  _git(repo, "mktree", text=root), "-m", "bomb")  # fmt: skip
+    _git(repo, "update-ref", "refs/heads/main", commit)
+    _git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
+    _git(repo, "repack", "-a", "-d", "-q")
+    return repo
+
+
+#: The grader lists a repository's commit with `git ls-tree -r -z --long` and keeps all
+#: its output, then every path, in memory, outside any sandbox; a tree's entries may name
+#: one tree many times, so that a few KiB of objects list millions of paths (the sizes are
+#: checked per blob read, the paths never). On main at 6bf8a24, reading this 164 KiB
+#: repository as a submission (submissions.read, as `grade` does before anything is sent
+#: to a node) took the grader's process to 1.6 GB (max RSS) in 95 s, on a 2-vCPU AMD EPYC
+#: family 25 model 1 under load; ten times the folders, ten times that.
+READ_AND_MEASURE = """
+import resource, sys
+from xtc_katas.grade import submissions
+from xtc_katas.kata.manifest import find
+sub = submissions.read(sys.argv[1], [find(1)])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, sub.problem[:200])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_repository_of_millions_of_paths_does_not_take_the_grader_past_1_gb(
+    tmp_path: Path,
+) -> None:
+    repo = tree_bomb(tmp_path / "bomb")
+    done = subprocess.run(
+        [sys.executable, "-c", READ_AND_MEASURE, str(repo)],
+        capture_output=True, text=True, timeout=800, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    peak_kib, problem = done.stdout.split(" ", 1)
+    print(peak_kib, problem)
+    assert int(peak_kib) < 1 << 20, f"the grader read it at {int(peak_kib) >> 10} MiB: {problem}"
