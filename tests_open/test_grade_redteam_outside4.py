@@ -284,3 +284,52 @@ def test_a_million_files_beside_a_stub_do_not_fill_the_class_table(tmp_path: Pat
     print(sizes)
     assert sizes["class.csv"] < 1 << 20, sizes
     assert sizes["grading.json"] < 16 << 20, sizes
+
+
+#: The learner's worker shares the harness's PID namespace and user: at import, it sends
+#: SIGSTOP to the graded pytest (found by its command line), which then never answers:
+#: nothing but the kata's timeout ends the run. The threat model lets the worker kill the
+#: harness (its kata "crashed", at once); a stopped one holds the node, and every learner
+#: graded after this one there, for the kata's timeout, in every kata (20 minutes each by
+#: default, 4 hours for katas 01-12). On main at 6bf8a24 (MLIR, confined, as root, the
+#: kata's timeout set to 90 s) kata 01 was "timed out".
+STOP_THE_HARNESS = """
+
+import os as _os
+import signal as _signal
+
+
+def _stop_the_harness():
+    for pid in _os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == _os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                line = f.read()
+            if b"pytest" in line and b"--grade-record" in line:
+                _os.kill(int(pid), _signal.SIGSTOP)
+        except OSError:
+            continue
+
+
+_stop_the_harness()
+
+
+def matmul_fmas(I, J, K):  # noqa: E741  (not the stub's: the worker must import this module)
+    return 0
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_learner_cannot_stop_the_harness_until_the_katas_timeout(tmp_path: Path) -> None:
+    sub = tmp_path / "subs" / "stop01"
+    path = sub / "katas" / PEAK.id / f"{PEAK.module}.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(PEAK.stub_path(ROOT).read_text() + STOP_THE_HARNESS)
+    out = tmp_path / "out"
+    outcome = grade_class([submissions.Entry(str(sub))], out, [PEAK], backend="mlir", timeout=90)
+    assert not outcome.grader_errors, outcome
+    doc = json.loads((out / "stop01" / "grading.json").read_text())
+    print(doc["katas"])
+    assert doc["katas"][0]["verdict"] != "timed out", doc["katas"]
