@@ -271,7 +271,8 @@ def test_a_repository_of_millions_of_paths_does_not_take_the_grader_past_1_gb(
 #: 1,000,000 such files under katas/01_peak/ (and a stub one line from the suite's): on
 #: main at 6bf8a24 (MLIR, confined, as root) its grade took 218 s, the grader 850 MB, and
 #: wrote a class.csv and a class.html of 64 MB, and a grading.json and a results.json of
-#: 132 MB, for one learner of the class.
+#: 132 MB, for one learner of the class (the Dask worker that graded it: 438 MB, sampled
+#: each second).
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_a_million_files_beside_a_stub_do_not_fill_the_class_table(tmp_path: Path) -> None:
