@@ -140,6 +140,48 @@ def test_the_probe_leaves_nothing_in_the_temp_dir(native, tmp_path, monkeypatch)
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_probe_is_compiled_once_per_machine_and_again_for_another(
+    native, tmp_path, monkeypatch
+):
+    # Its compile was 0.5 s of every run (kata 04 on MLIR, 2-vCPU AMD EPYC family 25
+    # model 1): a second process loads the kept library, from a fresh path (a library
+    # loaded twice from one path is the first one: the dump_file trap); another CPU or
+    # another XTC is another key.
+    import ctypes
+    import subprocess
+
+    from xtc_katas.measure import machine_peak, module_cache
+
+    monkeypatch.setenv(module_cache.DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(module_cache.ENABLED_ENV, raising=False)
+    compiles, run = [], subprocess.run
+
+    def counted(args, *rest, **kwargs):
+        if "-shared" in args:
+            compiles.append(args)
+        return run(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counted)
+
+    def loaded_and_computing() -> str:
+        probe = machine_peak.compile_probe()
+        bits = max(probe.widths)
+        out = (ctypes.c_float * (machine_peak.VECTORS[bits][-1] * machine_peak.CHAINS[bits]))()
+        getattr(probe.library, f"fma_probe_{bits}")(64, 0.5, 0.5, out)
+        assert set(out) == {1.0}, "the kept probe computes as the compiled one"
+        return probe.library._name
+
+    first = loaded_and_computing()
+    assert len(compiles) == 1
+    assert loaded_and_computing() != first, "loaded from a fresh path"
+    assert len(compiles) == 1, "the second run compiled the probe again"
+    platform = module_cache._platform()
+    for other in ({"cpu": "another CPU"}, {"versions": {**platform["versions"], "xtc-tools": "9"}}):
+        monkeypatch.setattr(module_cache, "_platform", lambda other=other: {**platform, **other})
+        loaded_and_computing()
+    assert len(compiles) == 3, "another CPU, another XTC: the probe compiled again"
+
+
 @pytest.mark.slow  # XTC's probes compiled and timed: 9 s
 @pytest.mark.perf  # two rates side by side: beside other tests at a load of 10-15 (2-vCPU
 # AMD EPYC family 25 model 1, Zen 3, 2026-12-07) XTC's best of 8 read 15.3 GFMA/s against

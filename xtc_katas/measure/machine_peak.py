@@ -138,8 +138,10 @@ class Probe:
 
 
 def compile_probe() -> Probe:
-    """Compile one function per width (those the flags allow) with `cc` and load it (from
-    a temporary directory: a loaded library stays mapped)."""
+    """Compile one function per width (those the flags allow) with `cc`, once per machine
+    (module_cache.built_copy: kept by its source, flags, compiler, CPU and XTC's
+    version; 0.5 s a run otherwise), and load it from a fresh copy in a temporary
+    directory (a loaded library stays mapped)."""
     cc = shutil.which("cc")
     if cc is None:
         raise RuntimeError(
@@ -147,11 +149,11 @@ def compile_probe() -> Probe:
             "install one, or set XTC_KATAS_PEAK_GFMAS to your single-core GFMA/s"
         )
     flags = ("-O2", *machine_description.native_cc_flags(), "-ffp-contract=fast")
-    with tempfile.TemporaryDirectory(prefix="xtc-katas-fma-probe-") as tmp:
-        src, lib = Path(tmp) / "fma_probe.c", Path(tmp) / "fma_probe.so"
-        src.write_text(
-            PRELUDE + "".join(function_source(bits) for bits in VECTORS if bits in CHAINS)
-        )
+    source = PRELUDE + "".join(function_source(bits) for bits in VECTORS if bits in CHAINS)
+
+    def build(lib: Path) -> None:
+        src = lib.with_suffix(".c")
+        src.write_text(source)
         done = subprocess.run(
             [cc, *flags, "-shared", "-fPIC", "-o", str(lib), str(src)],
             capture_output=True,
@@ -159,6 +161,11 @@ def compile_probe() -> Probe:
         )
         if done.returncode != 0:
             raise RuntimeError(f"cc {' '.join(flags)} failed on the peak probe:\n{done.stderr}")
+
+    key = {"probe": source, "flags": flags, "compiler": module_cache.compiler_version()}
+    with tempfile.TemporaryDirectory(prefix="xtc-katas-fma-probe-") as tmp:
+        lib = Path(tmp) / "fma_probe.so"
+        module_cache.built_copy("fma-probe", key, lib, build)
         library = ctypes.CDLL(str(lib))
     widths = tuple(bits for bits in VECTORS if hasattr(library, f"fma_probe_{bits}"))
     for bits in widths:
