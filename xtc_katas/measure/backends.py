@@ -4,9 +4,11 @@ backends takes seconds, which the red run of an untouched kata must not pay.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +50,15 @@ def emulating(backend_class: Any) -> Any:
     EmulatedBackend.__name__ = EmulatedBackend.__qualname__ = backend_class.__name__
     EmulatedBackend.__module__ = backend_class.__module__
     return EmulatedBackend
+
+
+def import_backends(names: Iterable[str]) -> None:
+    """Import these backends ("mlir", "tvm") now: the harness, in the background while the
+    learner's worker starts (plugin/options.py). One that fails raises again where a test
+    needs it, which says why."""
+    for name in names:
+        with contextlib.suppress(Exception):
+            _ = KataBackend(name).Backend
 
 
 def set_thread_defaults() -> None:
