@@ -87,6 +87,40 @@ def test_the_fork_costs_milliseconds():
     assert per_call < 0.5, f"a fork round trip took {per_call:.3f} s"
 
 
+def test_a_kernels_child_is_forked_only_once_the_background_imports_are_done(monkeypatch):
+    # The harness imports its backends in a thread while the learner's worker starts
+    # (plugin/options.py); a fork copies only the forking thread, so a child
+    # forked mid-import would wait forever on the import lock the thread held.
+    import threading
+
+    from xtc_katas.measure import backends
+
+    imported = threading.Event()
+
+    def slow_import(self):
+        time.sleep(0.5)
+        imported.set()
+
+    monkeypatch.setattr(backends.KataBackend, "Backend", property(slow_import))
+    isolation.in_background(backends.import_backends, ["mlir"])
+    assert not imported.is_set()
+    assert isolation.run_isolated(imported.is_set), "forked before the import was done"
+
+
+def test_a_full_collection_after_the_backends_imports_costs_milliseconds():
+    # One took 0.32-0.34 s with MLIR's imported, and pytest 9 makes two as a run ends
+    # (2-vCPU AMD EPYC family 25 model 1, at a load of 8); after gc.freeze, 3 us.
+    import gc
+
+    from xtc_katas.measure import backends
+
+    backends.import_backends(["mlir"])
+    start = time.perf_counter()
+    gc.collect()
+    took = time.perf_counter() - start
+    assert took < 0.1, f"a full collection took {took:.2f} s"
+
+
 @pytest.mark.slow
 def test_a_crash_in_a_kata_test_fails_that_test_and_the_session_goes_on(tmp_path):
     repo = copy_repository(tmp_path)

@@ -140,6 +140,48 @@ def test_the_probe_leaves_nothing_in_the_temp_dir(native, tmp_path, monkeypatch)
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_probe_is_compiled_once_per_machine_and_again_for_another(
+    native, tmp_path, monkeypatch
+):
+    # Its compile was 0.5 s of every run (kata 04 on MLIR, 2-vCPU AMD EPYC family 25
+    # model 1): a second process loads the kept library, from a fresh path (a library
+    # loaded twice from one path is the first one: the dump_file trap); another CPU or
+    # another XTC is another key.
+    import ctypes
+    import subprocess
+
+    from xtc_katas.measure import machine_peak, module_cache
+
+    monkeypatch.setenv(module_cache.DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(module_cache.ENABLED_ENV, raising=False)
+    compiles, run = [], subprocess.run
+
+    def counted(args, *rest, **kwargs):
+        if "-shared" in args:
+            compiles.append(args)
+        return run(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counted)
+
+    def loaded_and_computing() -> str:
+        probe = machine_peak.compile_probe()
+        bits = max(probe.widths)
+        out = (ctypes.c_float * (machine_peak.VECTORS[bits][-1] * machine_peak.CHAINS[bits]))()
+        getattr(probe.library, f"fma_probe_{bits}")(64, 0.5, 0.5, out)
+        assert set(out) == {1.0}, "the kept probe computes as the compiled one"
+        return probe.library._name
+
+    first = loaded_and_computing()
+    assert len(compiles) == 1
+    assert loaded_and_computing() != first, "loaded from a fresh path"
+    assert len(compiles) == 1, "the second run compiled the probe again"
+    platform = module_cache._platform()
+    for other in ({"cpu": "another CPU"}, {"versions": {**platform["versions"], "xtc-tools": "9"}}):
+        monkeypatch.setattr(module_cache, "_platform", lambda other=other: {**platform, **other})
+        loaded_and_computing()
+    assert len(compiles) == 3, "another CPU, another XTC: the probe compiled again"
+
+
 @pytest.mark.slow  # XTC's probes compiled and timed: 9 s
 @pytest.mark.perf  # two rates side by side: beside other tests at a load of 10-15 (2-vCPU
 # AMD EPYC family 25 model 1, Zen 3, 2026-12-07) XTC's best of 8 read 15.3 GFMA/s against
@@ -199,8 +241,10 @@ def test_the_peak_is_the_override_when_one_is_set(monkeypatch):
         machine_peak.peak_fmas_per_s.cache_clear()
 
 
-def test_a_peak_is_probed_again_at_most_twice_and_only_ever_rises(monkeypatch):
-    from xtc_katas.measure import machine_peak
+def test_a_peak_is_probed_again_at_most_twice_and_only_ever_rises(tmp_path, monkeypatch):
+    from xtc_katas.measure import machine_peak, module_cache
+
+    monkeypatch.setenv(module_cache.DIR_ENV, str(tmp_path / "modules"))  # none settled
 
     readings = iter([20e9, 19e9, 24e9, 30e9])
     kept = [0.0]
@@ -254,6 +298,46 @@ def test_a_summary_names_the_peak_only_once_one_was_measured(monkeypatch):
             f"peak: 56.0 GFMA/s per core, from {machine_peak.PEAK_ENV}"
         ]
     finally:
+        machine_peak.peak_fmas_per_s.cache_clear()
+
+
+def test_a_peak_that_stood_against_three_readings_is_taken_without_probing(tmp_path, monkeypatch):
+    # The probe took 0.2 s of every run quiet, 0.3-0.8 s under a load of 6-12 (2-vCPU AMD
+    # EPYC family 25 model 1). Noise only lowers a reading; a kernel faster than the
+    # peak still probes again, and a new best must stand again.
+    from xtc_katas.measure import machine_peak, module_cache
+
+    monkeypatch.setenv(module_cache.DIR_ENV, str(tmp_path / "modules"))
+    monkeypatch.delenv(machine_peak.PEAK_ENV, raising=False)
+    monkeypatch.setattr(machine_peak, "_reprobed", 0)
+    probes = []
+
+    def measure():
+        probes.append(next(readings))
+        return machine_peak.Reading(probes[-1], 256, 12, ("-O2",), {256: probes[-1]})
+
+    def peak() -> float:  # a new process's
+        machine_peak.probe_reading.cache_clear()
+        machine_peak.peak_fmas_per_s.cache_clear()
+        return machine_peak.peak_fmas_per_s()
+
+    readings = iter([24e9, 20e9, 25e9, 21e9, 22e9, 23e9, 30e9, 29e9])
+    monkeypatch.setattr(machine_peak, "measure", measure)
+    try:
+        assert [peak() for _ in range(6)] == [24e9, 24e9, 25e9, 25e9, 25e9, 25e9]
+        assert len(probes) == 6, "25 stood against 21, 22 and 23: the 6th run probed"
+        assert peak() == 25e9 and machine_peak.probe_reading().kept
+        assert len(probes) == 6, "settled: no probe"
+        assert machine_peak.reprobe(), "a kernel ran faster than it: probed, read 30"
+        assert machine_peak.peak_fmas_per_s() == 30e9 and len(probes) == 7
+        monkeypatch.setattr(machine_peak, "_reprobed", 0)
+        assert peak() == 30e9 and len(probes) == 8, "a new best stands again before it settles"
+        # A damaged record is no settled reading: the probe runs.
+        module_cache.record_path("peak-settled", machine_peak._settled_key()).write_text("[1]")
+        readings = iter([20e9])
+        assert peak() == 30e9 and len(probes) == 9
+    finally:
+        machine_peak.probe_reading.cache_clear()
         machine_peak.peak_fmas_per_s.cache_clear()
 
 

@@ -24,7 +24,6 @@ from xtc_katas.kata import loader
 from xtc_katas.kata.manifest import Kata
 from xtc_katas.kata.stubs import Loaded
 from xtc_katas.measure import machine
-from xtc_katas.measure.backends import KataBackend
 from xtc_katas.measure.isolation import KERNEL_HINT, TIME_LIMIT_S, KernelTimedOut, Worker
 
 #: Seconds one call of a learner's function may run (it records a schedule, builds a
@@ -86,14 +85,12 @@ class Learner:
         learner.loaded = Loaded(frozenset(dir(module)), frozenset())
         return learner
 
-    def _start(self, *args: Any) -> Worker:
-        """The worker, forked at the first call (after the backends that call hands over
-        are imported here: the worker inherits them instead of importing them again)."""
+    def _start(self) -> Worker:
+        """The worker, forked at the first call from the forkserver, a fresh interpreter
+        that imported the backends itself (isolation.start_fresh_workers): nothing is
+        imported here first, so this process's own imports (backends.import_in_background)
+        go on while the worker starts and runs the call."""
         if self._worker is None or not self._worker.alive:  # first call, or after a crash
-            for each in args:
-                backend = each if isinstance(each, KataBackend) else getattr(each, "backend", None)
-                if isinstance(backend, KataBackend):
-                    _ = backend.Backend
             if self._import_failed is not None:  # the same module fails the same way
                 raise self._import_failed.with_traceback(None)
             try:
@@ -124,7 +121,7 @@ class Learner:
         label = what or f"{self.kata.id} › {named}"
         if label in self._stopped:
             raise KernelTimedOut(self._stopped[label])
-        worker = self._start(*args)
+        worker = self._start()
         worker.what = label
         worker.limit = time_limit_s or CALL_TIME_LIMIT_S
         worker.hint = CALL_HINT
@@ -149,7 +146,7 @@ class Learner:
         """Start `probe(module, *args)` in the worker and return it, to read its progress
         (`Worker.step`) beside other workers': kata 12's race runs two at once."""
         assert self._module is None, "a local module runs no probe in the background"
-        worker = self._start(*args)
+        worker = self._start()
         worker.limit, worker.hint = TIME_LIMIT_S, KERNEL_HINT  # a race's steps: as before
         worker.submit(run_probe, probe, *args)
         return worker
@@ -161,7 +158,7 @@ class Learner:
         bounds the wait for each)."""
         if self._module is not None:
             return probe(self._module, *args)
-        worker = self._start(*args)
+        worker = self._start()
         worker.limit = time_limit_s or CALL_TIME_LIMIT_S
         worker.hint = CALL_HINT
         return worker.iterate(run_probe, probe, *args)

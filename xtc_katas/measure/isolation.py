@@ -25,6 +25,7 @@ import pickle
 import signal
 import sys
 import tempfile
+import threading
 import traceback
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -141,6 +142,25 @@ def start_fresh_workers(backends: Iterable[str] = ()) -> None:
             multiprocessing.util.get_temp_dir()  # made once per process, then kept
     with mock.patch.dict(os.environ, PYTHONPATH=path, PYTHONSAFEPATH="1"):
         multiprocessing.forkserver.ensure_running()
+
+
+#: The threads in_background started, which a fork waits for.
+_BACKGROUND: list[threading.Thread] = []
+
+
+def in_background(function: Callable[..., Any], *args: Any) -> None:
+    """`function(*args)` in a thread of this process, started now: the harness imports its
+    backends so while the learner's worker starts. A kernel's child is forked once it is
+    done: a fork copies only the forking thread, and the child would wait forever on an
+    import lock the thread held."""
+    thread = threading.Thread(target=function, args=args, daemon=True)
+    _BACKGROUND.append(thread)
+    thread.start()
+
+
+def _background_done() -> None:
+    while _BACKGROUND:
+        _BACKGROUND.pop().join()
 
 
 def _send(connection: Any, message: Any) -> None:
@@ -314,6 +334,7 @@ class Worker:
             if not _forkserver_running():
                 start_fresh_workers()
         else:
+            _background_done()
             module_cache.host_runtime()
             context = multiprocessing.get_context("fork")
         self.connection, child = context.Pipe()

@@ -283,12 +283,43 @@ def compile_cached(
 
 
 @functools.cache
+def compiler_version() -> str:
+    """`cc --version`: what a library the harness compiles with the system's C compiler
+    depends on besides its source and flags."""
+    return subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
+
+
+def built_copy(kind: str, key: dict[str, Any], fresh: Path, build: Callable[[Path], None]) -> None:
+    """Make `fresh` the file `build(path)` writes for `key`: built once per machine and kept
+    in the cache's `kind` folder, keyed also by the compilers' versions, the CPU and Python.
+    What is kept is copied to `fresh`, never used where it lies: a library loaded twice
+    from one path in a process is the first one loaded (the dump_file trap)."""
+    if not enabled():
+        build(fresh)
+        return
+    kept = cache_root() / kind / f"{_digest({**_platform(), **key})[:32]}{fresh.suffix}"
+    try:
+        shutil.copyfile(kept, fresh)
+        return
+    except OSError:
+        pass  # none yet, or unreadable: a miss
+    build(fresh)
+    partial = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
+    try:  # written aside and renamed in: a concurrent reader never sees half a file
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(fresh, partial)
+        os.replace(partial, kept)
+    except OSError:  # a read-only cache keeps nothing: built again next time
+        with contextlib.suppress(OSError):
+            partial.unlink()
+
+
+@functools.cache
 def host_runtime() -> None:
     """XTC's C host runtime, loaded once per process before any fork (every child inherits
     it), and compiled once per machine, where XTC compiles it in every process. Where
     XTC's private hooks differ from 0.3.2's, XTC builds it itself, as without the cache."""
     import ctypes
-    import subprocess
 
     from xtc.runtimes.host import runtime as xtc_runtime
 
@@ -296,8 +327,7 @@ def host_runtime() -> None:
     compile_runtime = getattr(xtc_runtime, "_compile_runtime", None)
     host = xtc_runtime.RuntimeType.HOST
     if enabled() and libs is not None and compile_runtime and libs[host.value] is None:
-        cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
-        key = _digest({**_platform(), "compiler": cc, "runtime": "host"})
+        key = _digest({**_platform(), "compiler": compiler_version(), "runtime": "host"})
         path = _writable(cache_root() / "host-runtime") / f"{key[:32]}.so"
         checked = trusted(f"modules/host-runtime/{key[:32]}.so")
         if checked is not None:  # the bytes checked, in this process's own cache

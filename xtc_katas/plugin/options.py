@@ -13,7 +13,12 @@ import pytest
 from xtc_katas.kata import loader, stubs
 from xtc_katas.kata.manifest import Kata, kata_of_path
 from xtc_katas.measure import isolation, machine
-from xtc_katas.measure.backends import BACKENDS, KataBackend, set_thread_defaults
+from xtc_katas.measure.backends import (
+    BACKENDS,
+    KataBackend,
+    import_backends,
+    set_thread_defaults,
+)
 
 BACKEND_ENV = "XTC_KATAS_BACKEND"
 #: The fixture of the module under test (fixtures.py): a test that asks for it is a test
@@ -125,7 +130,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the learner's workers' forkserver (a fresh interpreter), with the backends
-    the selected tests compile on imported once there, while the first tests start.
+    the selected tests compile on imported once there, and this process's own imports of
+    them in a thread: both go on while the first tests start, and the first worker's
+    start no longer waits for this process's imports.
 
     Only for tests that run the learner's code: one that stops at an untouched stub
     (reports.py) starts no worker, and a red run, which imported no backend (TVM's costs
@@ -147,6 +154,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             used.add(backend.name)
     if running:
         isolation.start_fresh_workers(sorted(used))
+        isolation.in_background(import_backends, sorted(used))
 
 
 def _untouched(kata: Kata) -> frozenset[str]:
