@@ -37,6 +37,8 @@ COMPILE_HINT = (
     "32), never k or a whole axis. A compile may take a quarter of "
     "XTC_KATAS_KERNEL_TIME_LIMIT=<seconds>: raise it if yours is just slow."
 )
+#: How the compile's child tells what XTC's chatter said of its error (a note).
+SAID = "xtc-katas, the compiler said: "
 #: The compiles this process stopped, by what they compiled: not tried again (each test of
 #: a task compiles its schedule; the first one's wait is enough).
 _STOPPED: dict[tuple[str, ...], isolation.KernelTimedOut] = {}
@@ -123,15 +125,31 @@ class Workdir:
 
     def _compile(self, backend_impl: Any, schedule: Any, dump_file: str, stem: str) -> Any:
         graph = backend_impl._graph
-        return apart(
-            lambda: (self._compile_here(backend_impl, schedule, dump_file, stem), None),
-            graph,
-            f"{stem}(): XTC's compile of its schedule",
-            key=(type(backend_impl).__qualname__, signature(graph), str(schedule)),
-        )[0]
+        try:
+            return apart(
+                lambda: (self._compile_here(backend_impl, schedule, dump_file), None),
+                graph,
+                f"{stem}(): XTC's compile of its schedule",
+                key=(type(backend_impl).__qualname__, signature(graph), str(schedule)),
+            )[0]
+        except KataFailure:  # the child's stop or crash, said as such
+            raise
+        except Exception as exc:  # XTC's own error, crossed from the child: kept below
+            said = next(
+                (n[len(SAID) :] for n in getattr(exc, "__notes__", ()) if n.startswith(SAID)), ""
+            )
+            raise CompileFailed(
+                f"{stem}(): XTC accepted the schedule, then could not compile it "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                + (f"; {said}" if said else "")
+                + "). The task's loop-nest test names what the nest lacks or has in the "
+                "wrong place: run it, e.g. pytest -k <the function's name> katas/<kata>"
+            ) from exc
 
     @staticmethod
-    def _compile_here(backend_impl: Any, schedule: Any, dump_file: str, stem: str) -> Any:
+    def _compile_here(backend_impl: Any, schedule: Any, dump_file: str) -> Any:
+        """In the compile's child: XTC's compile, its error raised with the last line of
+        its chatter that names an error as a note (SAID)."""
         compiler = backend_impl.get_compiler(dump_file=dump_file, shared_lib=True)
         chatter = io.StringIO()
         try:
@@ -139,10 +157,6 @@ class Workdir:
                 return compiler.compile(schedule)
         except Exception as exc:
             said = [line for line in chatter.getvalue().splitlines() if "error" in line.lower()]
-            raise CompileFailed(
-                f"{stem}(): XTC accepted the schedule, then could not compile it "
-                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                + (f"; {said[-1].strip()}" if said else "")
-                + "). The task's loop-nest test names what the nest lacks or has in the "
-                "wrong place: run it, e.g. pytest -k <the function's name> katas/<kata>"
-            ) from exc
+            if said:
+                exc.add_note(SAID + said[-1].strip())
+            raise
