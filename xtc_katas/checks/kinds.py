@@ -23,6 +23,7 @@ from xtc_katas.checks.schedule import Call, ScheduleMistake, fresh_scheduler, re
 from xtc_katas.kata.manifest import Kata, Task
 from xtc_katas.kata.problems import Problem
 from xtc_katas.measure.backends import KataBackend
+from xtc_katas.measure.isolation import SEARCH_TIME_LIMIT_S
 from xtc_katas.measure.observed import Proxy
 
 #: The sample a task of kind "strategy" is raced with: the first one of this seed.
@@ -192,6 +193,10 @@ class Kind:
     #: What `xtc-katas show` may ask of its probe (an option of its own: "sample",
     #: "candidate", "threads"), passed as the probe's `option`.
     option: str = ""
+    #: Seconds one call of the function may run in the learner's worker (None: the
+    #: learner's call limit, 30 s). Kata 08's hints ask it to time its candidates on this
+    #: machine, as its reference does: 20-30 s in a fresh root, past 30 s under load.
+    time_limit_s: float | None = None
 
     def in_own_terms(self, mistakes: list[str], loop_nest: Any) -> list[str]:
         """The loop-nest checks' messages in the terms the learner writes: a spec's writer
@@ -225,7 +230,14 @@ KINDS: dict[str, Kind] = {
     for kind in (
         Kind("schedule", schedule_probe, raced=True, call="(sch)"),
         Kind("spec", spec_probe, raced=True),
-        Kind("large", large_probe, numpy_race=True, call="(sch, threads)", option="threads"),
+        Kind(
+            "large",
+            large_probe,
+            numpy_race=True,
+            call="(sch, threads)",
+            option="threads",
+            time_limit_s=SEARCH_TIME_LIMIT_S,
+        ),
         Kind("strategy", strategy_probe, call="(graph)", option="sample"),
         Kind("baseline", baseline_probe, call="(graph, Backend, dump_file)"),
         Kind("candidates", candidate_probe, option="candidate"),

@@ -134,7 +134,10 @@ class TaskUnderTest:
         label = f"{self.kata.id} › {self.function}"
         asked = kinds.Asked(self.function, label, self.backend, self.problem, self.threads, option)
         return self.memo(
-            ("made", option), lambda: self.learner.run(kind.probe, asked, what=f"{label}()")
+            ("made", option),
+            lambda: self.learner.run(
+                kind.probe, asked, what=f"{label}()", time_limit_s=kind.time_limit_s
+            ),
         )
 
     def schedules(self, option: Any = None, twin: bool = False) -> tuple[Built, Built | None]:
