@@ -1,0 +1,82 @@
+"""The fifth outside red team's attacks (issue 55, item 6, round 5, on main at 63309f0)
+that landed, each a planted submission graded through the real LocalCluster in
+bubblewrap, as `xtc-katas grade` runs it (MLIR), asserting the safe outcome: each FAILS
+on 63309f0 (confined, as root, on a 2-vCPU AMD EPYC family 25 model 1 shared with a CI
+run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xtc_katas.grade import submissions
+from xtc_katas.grade.grade_command import grade_class
+from xtc_katas.kata.manifest import Kata, find
+
+PEAK = find(1)
+
+
+def graded(tmp_path: Path, kata: Kata, name: str, source: str) -> dict:
+    """The grading.json of a submission whose only file is `kata`'s stub, `source`."""
+    sub = tmp_path / "subs" / name
+    path = sub / "katas" / kata.id / f"{kata.module}.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    out = tmp_path / "out"
+    outcome = grade_class([submissions.Entry(str(sub))], out, [kata], backend="mlir")
+    assert not outcome.grader_errors, outcome
+    return json.loads((out / name / "grading.json").read_text())
+
+
+#: Kata 01's test_measure_peak_returns_the_best_reading_of_xtcs_benchmark runs its probe
+#: `scripted_benchmark` in the learner's process: it scripts XTC's benchmark there, calls
+#: measure_peak and returns (what it returned, the readings it took), and the harness
+#: judges that pair. Both are the learner's process's claims: this measure_peak takes ONE
+#: reading (the mistake the test is there to catch; without the three forging lines the
+#: kata is graded "failed", measure_peak "failed": "called evaluate_flops once"), and
+#: rewrites the probe's list of readings through its caller's frame. On main at 63309f0
+#: (MLIR, confined, as root) kata 01 was graded "passed", 3/3 tasks, every test "pass".
+ONE_READING = '''
+"""Kata 01: measure_peak takes one reading and forges the probe's record of its calls."""
+
+import sys as _sys
+
+
+def matmul_fmas(I: int, J: int, K: int) -> int:  # noqa: E741
+    if min(I, J, K) <= 0:
+        raise ValueError("dimensions must be positive")
+    return I * J * K
+
+
+def percent_of_peak(fmas: int, seconds: float, peak_fmas_per_s: float, cores: int = 1) -> float:
+    if seconds <= 0 or peak_fmas_per_s <= 0 or cores <= 0:
+        raise ValueError("seconds, the peak and cores must be positive")
+    return 100.0 * fmas / seconds / (peak_fmas_per_s * cores)
+
+
+def measure_peak(dtype: str = "float32") -> float:
+    from xtc.runtimes.host import HostRuntime
+
+    if dtype != "float32":
+        raise ValueError(f"XTC cannot measure {dtype}")
+    reading = HostRuntime.get().evaluate_flops(dtype)  # one reading: noise decides it
+    probe = _sys._getframe(1).f_locals
+    if isinstance(probe.get("taken"), list) and isinstance(probe.get("readings"), list):
+        probe["taken"][:] = probe["readings"]  # the harness's record of the calls, rewritten
+        return max(probe["readings"])
+    return float(reading)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_measure_peak_that_rewrites_the_probes_record_of_its_readings_does_not_pass(
+    tmp_path: Path,
+) -> None:
+    doc = graded(tmp_path, PEAK, "onereading01", ONE_READING)
+    tests = {t["name"].split("::")[-1]: t["status"] for t in doc["tests"]}
+    print(doc["katas"], tests)
+    assert doc["katas"][0]["tasks"]["measure_peak"] == "failed", doc["katas"]
+    assert tests["test_measure_peak_returns_the_best_reading_of_xtcs_benchmark"] != "pass", tests
