@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from xtc_katas import ROOT
 from xtc_katas.grade import submissions
 from xtc_katas.grade.grade_command import grade_class
 from xtc_katas.kata.manifest import Kata, find
 
 PEAK = find(1)
+OPTIMIZER = find(12)
 
 
 def graded(tmp_path: Path, kata: Kata, name: str, source: str) -> dict:
@@ -80,3 +82,48 @@ def test_a_measure_peak_that_rewrites_the_probes_record_of_its_readings_does_not
     print(doc["katas"], tests)
     assert doc["katas"][0]["tasks"]["measure_peak"] == "failed", doc["katas"]
     assert tests["test_measure_peak_returns_the_best_reading_of_xtcs_benchmark"] != "pass", tests
+
+
+#: Kata 12's task `search` is judged by two tests, both on its probe `searched`, which
+#: runs in the learner's process: it hands search() a counting `evaluate` and a
+#: `Recorder` of the optimizer, and returns what search() returned, the samples evaluated
+#: and what the Recorder saw. This search() takes whole batches past the budget, never
+#: calls observe() nor finished(); then it cuts the counting list (reached through
+#: evaluate's closure) to the budget and writes the Recorder's fields as a right search
+#: leaves them. On main at 63309f0 (MLIR, confined, as root) `search` was graded "passed",
+#: its six tests "pass" (make_optimizer, the stub's, failed); without the forging lines
+#: `search` is graded "failed".
+NEVER_OBSERVED = '''
+
+def search(
+    optimizer: Optimizer, evaluate: Callable[[Sample], float], budget: int
+) -> list[tuple[Sample, float]]:
+    """Whole batches until the budget is passed: never observed, never finished."""
+    results = []
+    while len(results) < budget:
+        for x in optimizer.suggest():
+            results.append((list(x), evaluate(x)))
+    # What the harness's probe reads of the run, made to say what a right search does.
+    (calls,) = [c.cell_contents for c in evaluate.__closure__ if type(c.cell_contents) is list]
+    del calls[budget:]
+    results = results[:budget]
+    seen = [s for s, _ in results]
+    optimizer.observed = [
+        (seen[n : n + 4], [v for _, v in results[n : n + 4]]) for n in range(0, len(seen), 4)
+    ]
+    optimizer.unobserved_at_suggest = [0] * (len(optimizer.suggested) - 1)
+    optimizer.finished_calls = 1
+    return results
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_search_that_rewrites_the_probes_recorder_does_not_pass(tmp_path: Path) -> None:
+    stub = OPTIMIZER.stub_path(ROOT).read_text()
+    source = stub[: stub.index("def search(")] + NEVER_OBSERVED
+    doc = graded(tmp_path, OPTIMIZER, "neverobserved12", source)
+    tests = {t["name"].split("::")[-1]: t["status"] for t in doc["tests"]}
+    print(doc["katas"], tests)
+    assert doc["katas"][0]["tasks"]["search"] == "failed", doc["katas"]
+    assert tests["test_search_observes_each_batch_before_the_next_suggest"] != "pass", tests
