@@ -1,4 +1,4 @@
-"""The open red-team tests (tests_open/; none today, README.md says which moved where):
+"""The open red-team tests (tests_open/; README.md says which are open, which moved where):
 `from tools import planted` finds the maintainers' tools from the repository's root, as
 tests/conftest.py arranges."""
 

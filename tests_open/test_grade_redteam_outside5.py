@@ -1,0 +1,271 @@
+"""The fifth outside red team's attacks (issue 55, item 6, round 5, on main at 63309f0)
+that landed, each a planted submission graded through the real LocalCluster in
+bubblewrap, as `xtc-katas grade` runs it (MLIR), asserting the safe outcome: each FAILS
+on 63309f0 (confined, as root, on a 2-vCPU AMD EPYC family 25 model 1 shared with a CI
+run)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xtc_katas import ROOT
+from xtc_katas.grade import submissions
+from xtc_katas.grade.grade_command import grade_class
+from xtc_katas.kata.manifest import Kata, find
+
+PEAK = find(1)
+OPTIMIZER = find(12)
+COMPILING = find(3)
+
+
+def graded(tmp_path: Path, kata: Kata, name: str, source: str, **options: Any) -> dict:
+    """The grading.json of a submission whose only file is `kata`'s stub, `source`;
+    `options` go to grade_class (a kata's timeout)."""
+    sub = tmp_path / "subs" / name
+    path = sub / "katas" / kata.id / f"{kata.module}.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    out = tmp_path / "out"
+    outcome = grade_class([submissions.Entry(str(sub))], out, [kata], backend="mlir", **options)
+    assert not outcome.grader_errors, outcome
+    return json.loads((out / name / "grading.json").read_text())
+
+
+#: Kata 01's test_measure_peak_returns_the_best_reading_of_xtcs_benchmark runs its probe
+#: `scripted_benchmark` in the learner's process: it scripts XTC's benchmark there, calls
+#: measure_peak and returns (what it returned, the readings it took), and the harness
+#: judges that pair. Both are the learner's process's claims: this measure_peak takes ONE
+#: reading (the mistake the test is there to catch; without the three forging lines the
+#: kata is graded "failed", measure_peak "failed": "called evaluate_flops once"), and
+#: rewrites the probe's list of readings through its caller's frame. On main at 63309f0
+#: (MLIR, confined, as root) kata 01 was graded "passed", 3/3 tasks, every test "pass".
+ONE_READING = '''
+"""Kata 01: measure_peak takes one reading and forges the probe's record of its calls."""
+
+import sys as _sys
+
+
+def matmul_fmas(I: int, J: int, K: int) -> int:  # noqa: E741
+    if min(I, J, K) <= 0:
+        raise ValueError("dimensions must be positive")
+    return I * J * K
+
+
+def percent_of_peak(fmas: int, seconds: float, peak_fmas_per_s: float, cores: int = 1) -> float:
+    if seconds <= 0 or peak_fmas_per_s <= 0 or cores <= 0:
+        raise ValueError("seconds, the peak and cores must be positive")
+    return 100.0 * fmas / seconds / (peak_fmas_per_s * cores)
+
+
+def measure_peak(dtype: str = "float32") -> float:
+    from xtc.runtimes.host import HostRuntime
+
+    if dtype != "float32":
+        raise ValueError(f"XTC cannot measure {dtype}")
+    reading = HostRuntime.get().evaluate_flops(dtype)  # one reading: noise decides it
+    probe = _sys._getframe(1).f_locals
+    if isinstance(probe.get("taken"), list) and isinstance(probe.get("readings"), list):
+        probe["taken"][:] = probe["readings"]  # the harness's record of the calls, rewritten
+        return max(probe["readings"])
+    return float(reading)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_measure_peak_that_rewrites_the_probes_record_of_its_readings_does_not_pass(
+    tmp_path: Path,
+) -> None:
+    doc = graded(tmp_path, PEAK, "onereading01", ONE_READING)
+    tests = {t["name"].split("::")[-1]: t["status"] for t in doc["tests"]}
+    print(doc["katas"], tests)
+    assert doc["katas"][0]["tasks"]["measure_peak"] == "failed", doc["katas"]
+    assert tests["test_measure_peak_returns_the_best_reading_of_xtcs_benchmark"] != "pass", tests
+
+
+#: Kata 12's task `search` is judged by two tests, both on its probe `searched`, which
+#: runs in the learner's process: it hands search() a counting `evaluate` and a
+#: `Recorder` of the optimizer, and returns what search() returned, the samples evaluated
+#: and what the Recorder saw. This search() takes whole batches past the budget, never
+#: calls observe() nor finished(); then it cuts the counting list (reached through
+#: evaluate's closure) to the budget and writes the Recorder's fields as a right search
+#: leaves them. On main at 63309f0 (MLIR, confined, as root) `search` was graded "passed",
+#: its six tests "pass" (make_optimizer, the stub's, failed); without the forging lines
+#: `search` is graded "failed".
+NEVER_OBSERVED = '''
+
+def search(
+    optimizer: Optimizer, evaluate: Callable[[Sample], float], budget: int
+) -> list[tuple[Sample, float]]:
+    """Whole batches until the budget is passed: never observed, never finished."""
+    results = []
+    while len(results) < budget:
+        for x in optimizer.suggest():
+            results.append((list(x), evaluate(x)))
+    # What the harness's probe reads of the run, made to say what a right search does.
+    (calls,) = [c.cell_contents for c in evaluate.__closure__ if type(c.cell_contents) is list]
+    del calls[budget:]
+    results = results[:budget]
+    seen = [s for s, _ in results]
+    optimizer.observed = [
+        (seen[n : n + 4], [v for _, v in results[n : n + 4]]) for n in range(0, len(seen), 4)
+    ]
+    optimizer.unobserved_at_suggest = [0] * (len(optimizer.suggested) - 1)
+    optimizer.finished_calls = 1
+    return results
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_search_that_rewrites_the_probes_recorder_does_not_pass(tmp_path: Path) -> None:
+    stub = OPTIMIZER.stub_path(ROOT).read_text()
+    source = stub[: stub.index("def search(")] + NEVER_OBSERVED
+    doc = graded(tmp_path, OPTIMIZER, "neverobserved12", source)
+    tests = {t["name"].split("::")[-1]: t["status"] for t in doc["tests"]}
+    print(doc["katas"], tests)
+    assert doc["katas"][0]["tasks"]["search"] == "failed", doc["katas"]
+    assert tests["test_search_observes_each_batch_before_the_next_suggest"] != "pass", tests
+
+
+#: Each call of a learner's function is stopped after 30 s, and one stopped is not called
+#: again; nothing bounds how many calls just under that limit a test makes. This
+#: matmul_fmas is right and sleeps 25 s per call (no CPU spent): kata 01's hypothesis
+#: test calls it for each of its examples (100 by default), 40 minutes, so the kata's run
+#: holds the node to its timeout (20 minutes by default, in every kata whose tests call
+#: the learner's functions in a hypothesis loop: 01, 02, ...), as round 4's stopped
+#: harness and endless compile did. On main at 63309f0 (MLIR, confined, as root, the
+#: kata's timeout set to 100 s) kata 01 was "timed out" in
+#: test_matmul_fmas_counts_one_per_ijk_triple.
+SLOW_CALLS = '''
+"""Kata 01: matmul_fmas is right, and takes 25 s per call."""
+
+import time as _time
+
+
+def matmul_fmas(I: int, J: int, K: int) -> int:  # noqa: E741
+    _time.sleep(25)
+    if min(I, J, K) <= 0:
+        raise ValueError("dimensions must be positive")
+    return I * J * K
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_calls_just_under_the_call_limit_do_not_hold_the_kata_to_its_timeout(
+    tmp_path: Path,
+) -> None:
+    source = PEAK.stub_path(ROOT).read_text() + SLOW_CALLS  # the last matmul_fmas is the one
+    doc = graded(tmp_path, PEAK, "slowcalls01", source, timeout=100)
+    print(doc["katas"])
+    assert doc["katas"][0]["verdict"] != "timed out", doc["katas"]
+
+
+def _git(repo: Path, *args: str, text: str = "") -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], input=text, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def deep_paths(repo: Path, files: int = 4000, depth: int = 1000, width: int = 200) -> Path:
+    """A repository whose one commit lists `files` paths, each under the same `depth`
+    folders of `width`-character names (paths of ~200 KB), and kata 01's stub, one line
+    changed: ~5 MB of loose objects, which list 800 MB of paths."""
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", ".")
+    blob = _git(repo, "hash-object", "-w", "--stdin", text="x\n")
+    tree = _git(repo, "mktree", text="".join(f"100644 blob {blob}\tf{n}\n" for n in range(files)))
+    for level in range(depth):
+        name = f"d{level:04d}".ljust(width, "x")
+        tree = _git(repo, "mktree", text=f"040000 tree {tree}\t{name}\n")
+    stub = PEAK.stub_path(ROOT).read_text() + "# my work is not done\n"
+    own = _git(repo, "hash-object", "-w", "--stdin", text=stub)
+    kata = _git(repo, "mktree", text=f"100644 blob {own}\t{PEAK.module}.py\n")
+    katas = _git(repo, "mktree", text=f"040000 tree {kata}\t{PEAK.id}\n")
+    top = _git(repo, "mktree", text=f"040000 tree {tree}\tdeep\n040000 tree {katas}\tkatas\n")
+    commit = _git(repo, "-c", "user.name=a", "-c", "user.email=a@b", "commit-tree", top,
+                  "-m", "deep")  # fmt: skip
+    _git(repo, "update-ref", "refs/heads/main", commit)
+    _git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
+    return repo
+
+
+#: Round 4's tree bomb is refused past submissions.MAX_NAMES (100,000) paths, counted as
+#: `git ls-tree` lists them; a path's length is not counted. Git's trees may nest a folder
+#: in a folder a thousand times, each named with 200 characters, so that each of a few
+#: thousand files has a path of 200 KB: 4,000 of them (far under MAX_NAMES) list 800 MB.
+#: On main at 63309f0, `xtc-katas grade` of this repository (kata 01, MLIR) took the
+#: grader's process to 1.62 GB (max RSS, /usr/bin/time) on a 2-vCPU AMD EPYC family 25
+#: model 1 shared with a CI run, and graded it ("failed"); 100,000 such paths would list
+#: 20 GB. Reading it as `grade` does (submissions.read) is measured here.
+READ_AND_MEASURE = """
+import resource, sys
+from xtc_katas.grade import submissions
+from xtc_katas.kata.manifest import find
+sub = submissions.read(sys.argv[1], [find(1)])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, sub.problem[:200])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_repository_of_long_paths_does_not_take_the_grader_past_1_gb(tmp_path: Path) -> None:
+    repo = deep_paths(tmp_path / "deep")
+    done = subprocess.run(
+        [sys.executable, "-c", READ_AND_MEASURE, str(repo)],
+        capture_output=True, text=True, timeout=800, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    peak_kib, problem = done.stdout.split(" ", 1)
+    print(peak_kib, problem)
+    assert int(peak_kib) < 1 << 20, f"the grader read it at {int(peak_kib) >> 10} MiB: {problem}"
+
+
+#: The harness answers each question a learner's worker asks (Worker.step: a compile of
+#: katas 03, 06 and 07, an evaluation) with a blocking send, under no time limit: the call
+#: limit bounds only the wait for the worker's next message. This compile_baseline sends
+#: forty "compile" questions that print every stage (kata 03's flags) through the
+#: worker's own pipe, without waiting, and reads no answer: the harness compiles and
+#: answers them one by one until the pipe is full, then waits in send() for a reader that
+#: never comes, a process asleep, not stopped, which the grader's check (_stopped) does not
+#: end. On main at 63309f0 (MLIR, confined, as root, the kata's timeout set to 300 s) kata
+#: 03 was "timed out" in its first test, test_compile_baseline_computes_the_matmul[mlir]
+#: (the same questions asked and each answer read: 248 s, graded "failed"); with the
+#: default timeout, 20 minutes of the node per kata that serves questions (03, 06, 07).
+UNREAD_ANSWERS = '''
+def compile_baseline(graph: XTCGraph, Backend: Any, dump_file: str) -> Any:
+    """Asks the harness for forty compiles that print every stage, and reads no answer."""
+    import time
+
+    from xtc_katas.checks.compiles import PRINTS, Compile
+    from xtc_katas.measure import isolation, wire
+
+    made = Compile(calls=[], default_node=None, dump_file=None, shared_lib=True,
+                   prints=tuple(PRINTS))  # fmt: skip
+    for _ in range(40):
+        isolation._send(isolation._PARENT[0], wire.Ask(wire.to_wire(("compile", made))))
+    time.sleep(3600)
+
+
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_questions_whose_answers_are_never_read_do_not_hold_the_kata_to_its_timeout(
+    tmp_path: Path,
+) -> None:
+    stub = COMPILING.stub_path(ROOT).read_text()
+    start, end = stub.index("def compile_baseline("), stub.index("def percent_of_peak_of(")
+    source = stub[:start] + UNREAD_ANSWERS + stub[end:]
+    doc = graded(tmp_path, COMPILING, "unread03", source, timeout=300)
+    print(doc["katas"])
+    assert doc["katas"][0]["verdict"] != "timed out", doc["katas"]
