@@ -47,14 +47,19 @@ MAX_FILE_BYTES = 1 << 20
 #: times lists millions of paths, which the grader held in memory, outside any sandbox
 #: (outside red team, round 4: 3,000,000 paths, the grader at 1.6 GB).
 MAX_NAMES = 100_000
+#: ... and so is one whose listing (git's) is longer than this: 4,000 paths of 200 KB each
+#: (nested folders of long names, a 5 MB repository) took the grader to 1.6 GB (outside red
+#: team, round 5). A copy of the suite lists under 100 KB.
+MAX_LISTING_BYTES = 16 << 20
 #: Notes on a kata's files the grade does not use, at most (then how many more there
 #: are): a million files beside a stub were a million notes, a 62 MB class.csv.
 MAX_NOTES = 10
 
 
 def too_many() -> Refused:
-    return Refused(f"refused: it lists more than {MAX_NAMES:,} files (a copy of the suite "
-                   "holds hundreds): not read")  # fmt: skip
+    return Refused(f"refused: it lists more than {MAX_NAMES:,} files, or more than "
+                   f"{MAX_LISTING_BYTES >> 20} MiB of paths (a copy of the suite lists hundreds "
+                   "of files, under 100 KB): not read")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -264,12 +269,13 @@ def _listed(clone: Path, ref: str) -> list[str]:
     with tempfile.TemporaryFile() as errors:
         git = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
         assert git.stdout is not None
-        lines, left = [], b""
+        lines, left, read = [], b"", 0
         with git:
             while chunk := git.stdout.read(1 << 16):
+                read += len(chunk)
                 *done, left = (left + chunk).split(b"\0")
                 lines += [line.decode(errors="replace") for line in done]
-                if len(lines) > MAX_NAMES:
+                if len(lines) > MAX_NAMES or read > MAX_LISTING_BYTES:
                     git.kill()
                     raise too_many()
         if git.returncode != 0:
