@@ -7,15 +7,12 @@ kata 03's canned code and katas 06 and 07's naive schedule timed for every candi
 
 from __future__ import annotations
 
-import json
 import resource
 from pathlib import Path
 
 import pytest
 
 from tools import planted
-from xtc_katas.grade import submissions
-from xtc_katas.grade.grade_command import grade_class
 from xtc_katas.kata.manifest import find
 
 COMPILE = find(3)
@@ -107,15 +104,6 @@ def explore(
 """
 
 
-def _graded(tmp_path: Path, name: str, kata, source: str) -> dict:
-    sub = tmp_path / "subs" / name
-    planted.write(sub, {kata.id: source})
-    out = tmp_path / "out"
-    outcome = grade_class([submissions.Entry(str(sub))], out, [kata], backend="mlir")
-    assert not outcome.grader_errors, outcome
-    return json.loads((out / name / "grading.json").read_text())
-
-
 #: kata 03's percent_of_peak_of returns, for the harness's module, 290,000 lists nested
 #: 25 deep (a wire value: lists of at most 2**20 items, 32 deep). The test records it as
 #: its `percent_of_peak` figure (record_perf, before any assertion): one record line of
@@ -149,7 +137,7 @@ def test_a_figure_of_millions_of_nested_lists_stays_small_in_the_grader(tmp_path
     source = planted.with_function(
         planted.partly_solved(COMPILE), "percent_of_peak_of", NESTED_FIGURE
     )
-    doc = _graded(tmp_path, "nested03", COMPILE, source)
+    doc = planted.graded_alone(tmp_path, COMPILE, "nested03", source)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     size = (tmp_path / "out" / "nested03" / "grading.json").stat().st_size
     print(doc["katas"], peak_kib, size)
@@ -164,7 +152,7 @@ def test_a_baseline_that_forges_its_compile_record_does_not_pass(tmp_path: Path)
     source = planted.with_function(
         planted.partly_solved(COMPILE), "compile_baseline", FORGED_BASELINE
     )
-    doc = _graded(tmp_path, "forged03", COMPILE, source)
+    doc = planted.graded_alone(tmp_path, COMPILE, "forged03", source)
     tasks = doc["katas"][0]["tasks"]
     print(doc["katas"])
     assert doc["katas"][0]["verdict"] != "passed", doc["katas"]
@@ -177,7 +165,7 @@ def test_a_baseline_that_forges_its_compile_record_does_not_pass(tmp_path: Path)
 def test_a_generated_code_that_returns_canned_text_does_not_pass(tmp_path: Path) -> None:
     source = planted.partly_solved(COMPILE)
     source = planted.with_function(source, "generated_code", CANNED_CODE)
-    doc = _graded(tmp_path, "canned03", COMPILE, source)
+    doc = planted.graded_alone(tmp_path, COMPILE, "canned03", source)
     tasks = doc["katas"][0]["tasks"]
     print(doc["katas"])
     assert tasks["generated_code"] == "failed", tasks
@@ -190,7 +178,7 @@ def test_a_search_that_times_the_naive_schedule_for_every_spec_does_not_pass(
     tmp_path: Path,
 ) -> None:
     source = planted.with_function(planted.partly_solved(EXPLORE), "explore", NAIVE_EXPLORE)
-    doc = _graded(tmp_path, "naive06", EXPLORE, source)
+    doc = planted.graded_alone(tmp_path, EXPLORE, "naive06", source)
     tasks = doc["katas"][0]["tasks"]
     print(doc["katas"])
     assert tasks["explore"] == "failed", tasks
@@ -238,7 +226,7 @@ def test_a_strategy_search_that_times_the_naive_schedule_for_every_sample_does_n
     source = planted.with_function(
         planted.partly_solved(STRATEGIES), "explore_strategy", NAIVE_STRATEGY_SEARCH
     )
-    doc = _graded(tmp_path, "naive07", STRATEGIES, source)
+    doc = planted.graded_alone(tmp_path, STRATEGIES, "naive07", source)
     tasks = doc["katas"][0]["tasks"]
     print(doc["katas"])
     assert tasks["explore_strategy"] == "failed", tasks

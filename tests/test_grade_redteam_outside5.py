@@ -4,35 +4,19 @@ whose doors are closed, each asserting the safe outcome; each failed on 63309f0
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tools import planted
 from xtc_katas import ROOT
-from xtc_katas.grade import submissions
-from xtc_katas.grade.grade_command import grade_class
-from xtc_katas.kata.manifest import Kata, find
+from xtc_katas.kata.manifest import find
 
 PEAK = find(1)
 OPTIMIZER = find(12)
 COMPILING = find(3)
-
-
-def graded(tmp_path: Path, kata: Kata, name: str, source: str, **options: Any) -> dict:
-    """The grading.json of a submission whose only file is `kata`'s stub, `source`;
-    `options` go to grade_class (a kata's timeout)."""
-    sub = tmp_path / "subs" / name
-    path = sub / "katas" / kata.id / f"{kata.module}.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(source)
-    out = tmp_path / "out"
-    outcome = grade_class([submissions.Entry(str(sub))], out, [kata], backend="mlir", **options)
-    assert not outcome.grader_errors, outcome
-    return json.loads((out / name / "grading.json").read_text())
 
 
 def _git(repo: Path, *args: str, text: str = "") -> str:
@@ -136,6 +120,6 @@ def test_questions_whose_answers_are_never_read_do_not_hold_the_kata_to_its_time
     stub = COMPILING.stub_path(ROOT).read_text()
     start, end = stub.index("def compile_baseline("), stub.index("def percent_of_peak_of(")
     source = stub[:start] + UNREAD_ANSWERS + stub[end:]
-    doc = graded(tmp_path, COMPILING, "unread03", source, timeout=300)
+    doc = planted.graded_alone(tmp_path, COMPILING, "unread03", source, timeout=300)
     print(doc["katas"])
     assert doc["katas"][0]["verdict"] != "timed out", doc["katas"]

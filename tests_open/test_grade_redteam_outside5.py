@@ -6,33 +6,17 @@ run)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tools import planted
 from xtc_katas import ROOT
-from xtc_katas.grade import submissions
-from xtc_katas.grade.grade_command import grade_class
-from xtc_katas.kata.manifest import Kata, find
+from xtc_katas.kata.manifest import find
 
 PEAK = find(1)
 OPTIMIZER = find(12)
 COMPILING = find(3)
-
-
-def graded(tmp_path: Path, kata: Kata, name: str, source: str, **options: Any) -> dict:
-    """The grading.json of a submission whose only file is `kata`'s stub, `source`;
-    `options` go to grade_class (a kata's timeout)."""
-    sub = tmp_path / "subs" / name
-    path = sub / "katas" / kata.id / f"{kata.module}.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(source)
-    out = tmp_path / "out"
-    outcome = grade_class([submissions.Entry(str(sub))], out, [kata], backend="mlir", **options)
-    assert not outcome.grader_errors, outcome
-    return json.loads((out / name / "grading.json").read_text())
 
 
 #: Kata 01's test_measure_peak_returns_the_best_reading_of_xtcs_benchmark runs its probe
@@ -80,7 +64,7 @@ def measure_peak(dtype: str = "float32") -> float:
 def test_a_measure_peak_that_rewrites_the_probes_record_of_its_readings_does_not_pass(
     tmp_path: Path,
 ) -> None:
-    doc = graded(tmp_path, PEAK, "onereading01", ONE_READING)
+    doc = planted.graded_alone(tmp_path, PEAK, "onereading01", ONE_READING)
     tests = {t["name"].split("::")[-1]: t["status"] for t in doc["tests"]}
     print(doc["katas"], tests)
     assert doc["katas"][0]["tasks"]["measure_peak"] == "failed", doc["katas"]
@@ -125,7 +109,7 @@ def search(
 def test_a_search_that_rewrites_the_probes_recorder_does_not_pass(tmp_path: Path) -> None:
     stub = OPTIMIZER.stub_path(ROOT).read_text()
     source = stub[: stub.index("def search(")] + NEVER_OBSERVED
-    doc = graded(tmp_path, OPTIMIZER, "neverobserved12", source)
+    doc = planted.graded_alone(tmp_path, OPTIMIZER, "neverobserved12", source)
     tests = {t["name"].split("::")[-1]: t["status"] for t in doc["tests"]}
     print(doc["katas"], tests)
     assert doc["katas"][0]["tasks"]["search"] == "failed", doc["katas"]
@@ -161,6 +145,6 @@ def test_calls_just_under_the_call_limit_do_not_hold_the_kata_to_its_timeout(
     tmp_path: Path,
 ) -> None:
     source = PEAK.stub_path(ROOT).read_text() + SLOW_CALLS  # the last matmul_fmas is the one
-    doc = graded(tmp_path, PEAK, "slowcalls01", source, timeout=100)
+    doc = planted.graded_alone(tmp_path, PEAK, "slowcalls01", source, timeout=100)
     print(doc["katas"])
     assert doc["katas"][0]["verdict"] != "timed out", doc["katas"]

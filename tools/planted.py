@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 from xtc_katas import ROOT
 from xtc_katas.kata.manifest import Kata, find
@@ -56,3 +57,19 @@ def write(folder: Path, modules: Mapping[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(source)
     return folder
+
+
+def graded_alone(tmp_path: Path, kata: Kata, name: str, source: str, **options: Any) -> dict:
+    """The grading.json of submission `name`, whose only file is `kata`'s module,
+    `source`, graded alone on MLIR through the real LocalCluster (as `xtc-katas grade`,
+    confined where it can be); `options` go to grade_class (a kata's timeout)."""
+    import json
+
+    from xtc_katas.grade import submissions
+    from xtc_katas.grade.grade_command import grade_class
+
+    sub = write(tmp_path / "subs" / name, {kata.id: source})
+    out = tmp_path / "out"
+    outcome = grade_class([submissions.Entry(str(sub))], out, [kata], backend="mlir", **options)
+    assert not outcome.grader_errors, outcome
+    return json.loads((out / name / "grading.json").read_text())
